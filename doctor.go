@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/report"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
+	"github.com/urfave/cli/v2"
+)
+
+// defaultFail is the fail set when --fail-on is not given.
+var defaultFail = []verdict.Verdict{verdict.Gone, verdict.Recycled, verdict.Ownerless, verdict.Claimed, verdict.Unknown}
+
+func doctorCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
+	return &cli.Command{
+		Name:      "doctor",
+		Usage:     "judge every lock in the given registries and say what to remove (removes nothing)",
+		ArgsUsage: "[PATH...]",
+		Description: `Each PATH is a registry directory, walked recursively, or a lock itself.
+With no PATH, the colon-separated $LOCKCTL_PATH is used; if that is unset,
+the standard places that exist: /run/lock, /var/lock, $XDG_RUNTIME_DIR and
+the agmsg team directories under the home directory.
+
+Exit status: 0 when no lock needs attention, 1 when a lock has a verdict in
+the fail set (--fail-on), 2 on a usage error or a PATH that cannot be read.`,
+		OnUsageError: onUsage,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
+			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
+			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
+		},
+		Action: doctorAction,
+	}
+}
+
+func joinVerdicts(vs []verdict.Verdict) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseFailOn(s string) (map[verdict.Verdict]bool, error) {
+	set := map[verdict.Verdict]bool{}
+	if strings.TrimSpace(s) == "none" {
+		return set, nil
+	}
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		v, ok := verdict.Parse(w)
+		if !ok {
+			return nil, usageErr("--fail-on: %q is not a verdict (want a comma-separated list of %s, or none)", w, joinVerdicts(verdict.All))
+		}
+		set[v] = true
+	}
+	return set, nil
+}
+
+// defaultPaths are the places doctor looks when told nothing, and whether
+// each was named by the operator (through $LOCKCTL_PATH), which makes a
+// missing one an error rather than a place to skip.
+func defaultPaths() (paths []string, named bool) {
+	if env, ok := os.LookupEnv("LOCKCTL_PATH"); ok {
+		for _, p := range strings.Split(env, ":") {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		return paths, true
+	}
+	paths = []string{"/run/lock", "/var/lock"}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+		paths = append(paths, x)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		for _, d := range []string{".agents", ".copilot", ".config/opencode", ".hermes", ".grok"} {
+			paths = append(paths, filepath.Join(home, d, "skills/agmsg/teams"))
+		}
+	}
+	return paths, false
+}
+
+func doctorAction(c *cli.Context) error {
+	fail, err := parseFailOn(c.String("fail-on"))
+	if err != nil {
+		return err
+	}
+	m, err := scan.NewMatcher(c.StringSlice("name"))
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	paths, named := c.Args().Slice(), true
+	if len(paths) == 0 {
+		paths, named = defaultPaths()
+	}
+	stderr := c.App.ErrWriter
+	rep := &report.Report{Host: verdict.LocalHost(), Now: time.Now(), Fail: fail}
+	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
+	warn := func(err error) {
+		msg := report.Clean(err.Error())
+		rep.Errors = append(rep.Errors, msg)
+		fmt.Fprintf(stderr, "lockctl: %s (skipped)\n", msg)
+	}
+
+	var roots []scan.Root
+	badRoot := false
+	for _, p := range paths {
+		r, err := scan.ResolveRoot(p, m)
+		if err != nil {
+			if named {
+				badRoot = true
+				warn(fmt.Errorf("cannot read %s: %w", report.ShellQuote(p), unwrapPath(err)))
+			}
+			continue
+		}
+		dup := false
+		for _, o := range roots {
+			dup = dup || o.Same(r)
+		}
+		if !dup {
+			roots = append(roots, r)
+		}
+	}
+	seen := map[string]bool{}
+	w := scan.Walker{
+		Match: m,
+		Warn:  warn,
+		Found: func(l *scan.Lock) {
+			if !seen[l.Path] {
+				seen[l.Path] = true
+				rep.Results = append(rep.Results, judge.Judge(l))
+			}
+		},
+	}
+	for _, r := range roots {
+		if err := w.Walk(r); err != nil {
+			badRoot = badRoot || named
+			warn(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)))
+		}
+	}
+	rep.Sort()
+
+	out := c.App.Writer
+	if c.Bool("json") {
+		err = report.WriteJSON(out, rep)
+	} else {
+		err = report.WriteText(out, rep, report.NewStyles(out))
+	}
+	if err != nil {
+		return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+	}
+	if n := rep.Counts()[verdict.Gone]; n > 0 && !c.Bool("json") {
+		fmt.Fprintf(stderr, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
+	}
+	switch {
+	case badRoot:
+		return &exitCode{code: exitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
+	case rep.NeedsAttention():
+		return &exitCode{code: exitAttention}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// unwrapPath drops the *fs.PathError wrapper, whose path the message
+// already names, quoted.
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}

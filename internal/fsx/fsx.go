@@ -1,0 +1,59 @@
+// Package fsx is the thin layer of file-system system calls that lockctl
+// needs and the standard library does not give: everything relative to an
+// open directory file descriptor, never following a symbolic link, never
+// blocking on a FIFO or a device, and never renaming over an existing entry.
+//
+// Every function retries EINTR and returns *fs.PathError naming the full
+// path it worked on, so a message can always tell the operator where.
+package fsx
+
+import (
+	"io/fs"
+	"path/filepath"
+	"time"
+)
+
+// Stat is what lockctl needs to know about one directory entry: enough to
+// tell whether the entry it reads later is the entry it judged.
+type Stat struct {
+	Dev   uint64
+	Ino   uint64
+	Mode  fs.FileMode
+	Nlink uint64
+	Uid   uint32
+	Size  int64
+	// Mtime is the last modification time.
+	Mtime time.Time
+	// Btime is the birth time, or the zero time where the file system does
+	// not record one.
+	Btime time.Time
+}
+
+// SameFile reports whether s and t name the same inode on the same device.
+func (s Stat) SameFile(t Stat) bool { return s.Dev == t.Dev && s.Ino == t.Ino }
+
+// Created is the best available estimate of when the entry was made: its
+// birth time where the file system keeps one, otherwise its modification
+// time (which for a directory only ever moves forward from its creation).
+func (s Stat) Created() time.Time {
+	if !s.Btime.IsZero() {
+		return s.Btime
+	}
+	return s.Mtime
+}
+
+// Entry is one name read from a directory, with the type the kernel reported
+// for it (fs.ModeType bits; fs.ModeIrregular when the file system did not
+// say, in which case the caller must Lstat before relying on it).
+type Entry struct {
+	Name string
+	Type fs.FileMode
+}
+
+func pathErr(op, dir, name string, err error) error {
+	p := dir
+	if name != "" {
+		p = filepath.Join(dir, name)
+	}
+	return &fs.PathError{Op: op, Path: p, Err: err}
+}

@@ -1,0 +1,287 @@
+//go:build linux
+
+package fsx
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoReplaceUnsupported is returned by RenameNoReplace on a file system
+// that cannot rename without replacing (NFS, and ext4 before Linux 3.15).
+var ErrNoReplaceUnsupported = errors.New("file system cannot rename without replacing (no RENAME_NOREPLACE)")
+
+func retry(f func() error) error {
+	for {
+		err := f()
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// OpenRoot opens the directory at path, which the operator named. Symbolic
+// links in path itself are followed, because the operator chose them; nothing
+// below it is. The caller closes the descriptor.
+func OpenRoot(path string) (int, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, pathErr("open", path, "", err)
+	}
+	return fd, nil
+}
+
+// OpenDirAt opens the directory name inside dirfd without following a
+// symbolic link: a symlink there fails with ELOOP or ENOTDIR instead of
+// leading out of the registry. dir is dirfd's path, for messages only.
+func OpenDirAt(dirfd int, dir, name string) (int, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, pathErr("open", dir, name, err)
+	}
+	return fd, nil
+}
+
+// Close closes fd, ignoring EINTR as Linux requires.
+func Close(fd int) { _ = unix.Close(fd) }
+
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME
+
+func fromStatx(x *unix.Statx_t) Stat {
+	s := Stat{
+		Dev:   unix.Mkdev(x.Dev_major, x.Dev_minor),
+		Ino:   x.Ino,
+		Mode:  modeOf(uint32(x.Mode)),
+		Nlink: uint64(x.Nlink),
+		Uid:   x.Uid,
+		Size:  int64(x.Size),
+		Mtime: time.Unix(x.Mtime.Sec, int64(x.Mtime.Nsec)),
+	}
+	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
+		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
+	}
+	return s
+}
+
+func modeOf(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	if m&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// Lstatat describes the entry name inside dirfd without following it.
+func Lstatat(dirfd int, dir, name string) (Stat, error) {
+	var x unix.Statx_t
+	err := retry(func() error {
+		return unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, statxMask, &x)
+	})
+	if err != nil {
+		return Stat{}, pathErr("stat", dir, name, err)
+	}
+	return fromStatx(&x), nil
+}
+
+// Fstat describes the open file fd. path is for messages only.
+func Fstat(fd int, path string) (Stat, error) {
+	var x unix.Statx_t
+	err := retry(func() error {
+		return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, statxMask, &x)
+	})
+	if err != nil {
+		return Stat{}, pathErr("stat", path, "", err)
+	}
+	return fromStatx(&x), nil
+}
+
+// ReadDir lists the directory open at fd. It reads the kernel's entries
+// directly so that each carries its type without a further stat; entries the
+// file system gave no type for come back as fs.ModeIrregular.
+func ReadDir(fd int, dir string) ([]Entry, error) {
+	var out []Entry
+	buf := make([]byte, 32<<10)
+	for {
+		var n int
+		err := retry(func() (err error) {
+			n, err = unix.Getdents(fd, buf)
+			return err
+		})
+		if err != nil {
+			return out, pathErr("readdir", dir, "", err)
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out = parseDirents(buf[:n], out)
+	}
+}
+
+// parseDirents decodes struct linux_dirent64 records: ino u64, off s64,
+// reclen u16, type u8, then a NUL-terminated name.
+func parseDirents(b []byte, out []Entry) []Entry {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		typ := b[18]
+		name := b[19:reclen]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		b = b[reclen:]
+		s := string(name)
+		if s == "." || s == ".." {
+			continue
+		}
+		out = append(out, Entry{Name: s, Type: direntType(typ)})
+	}
+	return out
+}
+
+func direntType(t uint8) fs.FileMode {
+	switch t {
+	case unix.DT_REG:
+		return 0
+	case unix.DT_DIR:
+		return fs.ModeDir
+	case unix.DT_LNK:
+		return fs.ModeSymlink
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe
+	case unix.DT_SOCK:
+		return fs.ModeSocket
+	case unix.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.DT_BLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+// ErrNotRegular is wrapped when a record to be read is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
+// without following a symbolic link and without blocking: a FIFO, socket or
+// device swapped in is refused (ErrNotRegular) after a non-blocking open that
+// cannot hang. It returns the bytes, the Stat of the very file that was read,
+// and whether the file held more than max bytes.
+func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
+	var fd int
+	err = retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return nil, Stat{}, false, pathErr("open", dir, name, err)
+	}
+	defer unix.Close(fd)
+	st, err = Fstat(fd, dir+"/"+name)
+	if err != nil {
+		return nil, Stat{}, false, err
+	}
+	if !st.Mode.IsRegular() {
+		return nil, st, false, pathErr("read", dir, name, ErrNotRegular)
+	}
+	buf := make([]byte, max+1)
+	n := 0
+	for n < len(buf) {
+		var m int
+		err = retry(func() (err error) {
+			m, err = unix.Read(fd, buf[n:])
+			return err
+		})
+		if err != nil {
+			return nil, st, false, pathErr("read", dir, name, err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	if n > max {
+		return buf[:max], st, true, nil
+	}
+	return buf[:n], st, false, nil
+}
+
+// RenameNoReplace renames old in olddirfd to new in newdirfd, failing with
+// EEXIST if anything, even an empty directory, stands at new. On a file
+// system without RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and
+// renames nothing.
+func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	err := retry(func() error {
+		return unix.Renameat2(olddirfd, old, newdirfd, new, unix.RENAME_NOREPLACE)
+	})
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
+	}
+	if err != nil {
+		return pathErr("rename", olddir, old, err)
+	}
+	return nil
+}
+
+// Linkat makes new in newdirfd a hard link to old in olddirfd without
+// following a symbolic link; it fails with EEXIST if new exists, on every
+// file system.
+func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	err := retry(func() error { return unix.Linkat(olddirfd, old, newdirfd, new, 0) })
+	if err != nil {
+		return pathErr("link", newdir, new, err)
+	}
+	return nil
+}
+
+// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
+// directory name). It never follows a symbolic link.
+func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
+	flags := 0
+	op := "remove"
+	if dir {
+		flags = unix.AT_REMOVEDIR
+		op = "rmdir"
+	}
+	err := retry(func() error { return unix.Unlinkat(dirfd, name, flags) })
+	if err != nil {
+		return pathErr(op, dirPath, name, err)
+	}
+	return nil
+}

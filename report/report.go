@@ -1,0 +1,282 @@
+// Package report renders judged locks: text for people (styled on a
+// terminal, plain and stable on a pipe) and versioned JSON for programs.
+// It only formats; it decides nothing and touches no lock.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// Version is the version of the JSON document.
+const Version = 1
+
+// Report is one run of doctor.
+type Report struct {
+	Host    verdict.Host
+	Now     time.Time
+	Results []verdict.Result
+	// Errors are the problems that did not stop the run (unreadable
+	// subtrees, roots that could not be opened), as messages.
+	Errors []string
+	// Fail is the set of verdicts that need attention.
+	Fail map[verdict.Verdict]bool
+}
+
+// Counts returns how many locks got each verdict, every verdict present.
+func (r *Report) Counts() map[verdict.Verdict]int {
+	c := make(map[verdict.Verdict]int, len(verdict.All))
+	for _, v := range verdict.All {
+		c[v] = 0
+	}
+	for _, res := range r.Results {
+		c[res.Verdict]++
+	}
+	return c
+}
+
+// NeedsAttention reports whether any lock has a verdict in the fail set.
+func (r *Report) NeedsAttention() bool {
+	for _, res := range r.Results {
+		if r.Fail[res.Verdict] {
+			return true
+		}
+	}
+	return false
+}
+
+// Sort puts locks that need attention first, then by verdict urgency, then
+// by path, so output is stable from run to run.
+func (r *Report) Sort() {
+	rank := map[verdict.Verdict]int{}
+	for i, v := range verdict.All {
+		rank[v] = i
+	}
+	sort.SliceStable(r.Results, func(i, j int) bool {
+		a, b := r.Results[i], r.Results[j]
+		if fa, fb := r.Fail[a.Verdict], r.Fail[b.Verdict]; fa != fb {
+			return fa
+		}
+		if rank[a.Verdict] != rank[b.Verdict] {
+			return rank[a.Verdict] < rank[b.Verdict]
+		}
+		return a.Lock.Path < b.Lock.Path
+	})
+}
+
+// JSON shapes: see docs/verdicts.md. Field names are part of version 1.
+type jsonDoc struct {
+	Version int                     `json:"version"`
+	Host    string                  `json:"host"`
+	BootID  string                  `json:"boot_id"`
+	Time    string                  `json:"time"`
+	Locks   []jsonLock              `json:"locks"`
+	Counts  map[verdict.Verdict]int `json:"counts"`
+	Errors  []string                `json:"errors"`
+}
+
+type jsonLock struct {
+	Path       string      `json:"path"`
+	Kind       string      `json:"kind"`
+	Format     string      `json:"format"`
+	Verdict    string      `json:"verdict"`
+	Reason     string      `json:"reason"`
+	Holder     *jsonHolder `json:"holder"`
+	Modified   string      `json:"modified,omitempty"`
+	AgeSeconds *int64      `json:"age_seconds"`
+	Remove     []string    `json:"remove"`
+	Caveat     string      `json:"caveat,omitempty"`
+	Notes      []string    `json:"notes,omitempty"`
+}
+
+type jsonHolder struct {
+	Pid        int64   `json:"pid"`
+	Host       string  `json:"host,omitempty"`
+	Command    string  `json:"command,omitempty"`
+	Token      string  `json:"token,omitempty"`
+	Start      string  `json:"start,omitempty"`
+	StartTicks *uint64 `json:"start_ticks,omitempty"`
+}
+
+func ageSeconds(now, t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := int64(math.Floor(now.Sub(t).Seconds()))
+	return &s
+}
+
+// WriteJSON writes the report as one JSON document.
+func WriteJSON(w io.Writer, r *Report) error {
+	doc := jsonDoc{
+		Version: Version,
+		Host:    r.Host.Name,
+		BootID:  r.Host.BootID,
+		Time:    r.Now.UTC().Format(time.RFC3339),
+		Locks:   make([]jsonLock, 0, len(r.Results)),
+		Counts:  r.Counts(),
+		Errors:  append([]string{}, r.Errors...),
+	}
+	for _, res := range r.Results {
+		doc.Locks = append(doc.Locks, lockJSON(r.Now, res))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func lockJSON(now time.Time, res verdict.Result) jsonLock {
+	l := res.Lock
+	j := jsonLock{
+		Path:       l.Path,
+		Kind:       string(l.Kind),
+		Format:     string(l.Format),
+		Verdict:    string(res.Verdict),
+		Reason:     res.Reason,
+		AgeSeconds: ageSeconds(now, res.Modified),
+		Remove:     Commands(res.Remove),
+		Caveat:     res.Caveat,
+		Notes:      res.Notes,
+	}
+	if !res.Modified.IsZero() {
+		j.Modified = res.Modified.UTC().Format(time.RFC3339)
+	}
+	if h := res.Holder; h != nil {
+		jh := &jsonHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Token: h.Token}
+		if !res.Started.IsZero() {
+			jh.Start = res.Started.UTC().Format(time.RFC3339)
+		}
+		if h.HasStart {
+			s := h.Start
+			jh.StartTicks = &s
+		}
+		j.Holder = jh
+	}
+	return j
+}
+
+// Styles colours the text report. Build it with NewStyles from a renderer
+// bound to the real writer, so a pipe or NO_COLOR gets plain text.
+type Styles struct {
+	verdict map[verdict.Verdict]lipgloss.Style
+	path    lipgloss.Style
+	label   lipgloss.Style
+}
+
+// NewStyles returns the styles for output going to w.
+func NewStyles(w io.Writer) Styles {
+	re := lipgloss.NewRenderer(w)
+	colour := map[verdict.Verdict]string{
+		verdict.Gone: "1", verdict.Claimed: "5", verdict.Recycled: "3", verdict.Ownerless: "3",
+		verdict.Unknown: "3", verdict.Foreign: "4", verdict.Live: "2",
+	}
+	s := Styles{verdict: map[verdict.Verdict]lipgloss.Style{}, path: re.NewStyle().Bold(true), label: re.NewStyle().Faint(true)}
+	for v, c := range colour {
+		s.verdict[v] = re.NewStyle().Bold(true).Foreground(lipgloss.Color(c))
+	}
+	return s
+}
+
+// WriteText writes the report for a person: each lock with what it is, why,
+// how old, and what to remove, then a summary line.
+func WriteText(w io.Writer, r *Report, st Styles) error {
+	var b strings.Builder
+	for _, res := range r.Results {
+		writeLock(&b, r.Now, res, st)
+	}
+	b.WriteString(Summary(r))
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func render(s lipgloss.Style, text string) string { return s.Render(text) }
+
+func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles) {
+	l := res.Lock
+	word := fmt.Sprintf("%-9s", strings.ToUpper(string(res.Verdict)))
+	fmt.Fprintf(b, "%s %s\n", render(st.verdict[res.Verdict], word), render(st.path, ShellQuote(l.Path)))
+	line := func(label, text string) {
+		fmt.Fprintf(b, "  %s %s\n", render(st.label, fmt.Sprintf("%-7s", label)), text)
+	}
+	what := fmt.Sprintf("%s, %s", l.Format, l.Kind)
+	if !res.Modified.IsZero() {
+		what += fmt.Sprintf(", modified %s (%s ago)", res.Modified.UTC().Format(time.RFC3339), Age(now.Sub(res.Modified)))
+	}
+	line("what", what)
+	line("why", Clean(res.Reason))
+	if h := res.Holder; h != nil {
+		hs := "pid " + Clean(h.PidText)
+		if h.PidText == "" {
+			hs = fmt.Sprintf("pid %d", h.Pid)
+		}
+		if h.Command != "" {
+			hs += ", command " + Clean(h.Command)
+		}
+		if h.Host != "" {
+			hs += ", host " + Clean(h.Host)
+		}
+		if !res.Started.IsZero() {
+			hs += ", process started " + res.Started.UTC().Format(time.RFC3339)
+		}
+		line("holder", hs)
+	}
+	for i, c := range Commands(res.Remove) {
+		label := ""
+		if i == 0 {
+			label = "remove"
+		}
+		line(label, c)
+	}
+	if res.Caveat != "" {
+		line("caveat", Clean(res.Caveat))
+	}
+	for _, n := range res.Notes {
+		line("note", Clean(n))
+	}
+	b.WriteString("\n")
+}
+
+// Summary is the one-line count of locks by verdict.
+func Summary(r *Report) string {
+	if len(r.Results) == 0 {
+		return "no locks found"
+	}
+	c := r.Counts()
+	var parts []string
+	for _, v := range verdict.All {
+		if c[v] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[v], v))
+		}
+	}
+	noun := "locks"
+	if len(r.Results) == 1 {
+		noun = "lock"
+	}
+	return fmt.Sprintf("%d %s: %s", len(r.Results), noun, strings.Join(parts, ", "))
+}
+
+// Age renders a duration the way an operator reads it: 45s, 12m, 3h20m, 4d2h.
+func Age(d time.Duration) string {
+	if d < 0 {
+		return "in the future"
+	}
+	s := int64(d.Seconds())
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm", s/60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%dh", s/86400, s%86400/3600)
+}

@@ -1,0 +1,138 @@
+// Package scan finds locks and reads what they say about their holder.
+//
+// It walks registry directories relative to open directory descriptors,
+// never follows a symbolic link, never opens anything but a regular file for
+// reading (and then without blocking), and reads at most MaxRecord bytes of
+// any record. It judges nothing: a Lock is the raw material for package
+// verdict. Every name it reports is the name as found on disk, byte for
+// byte; rendering it safely is the caller's job.
+package scan
+
+import (
+	"time"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+)
+
+// Kind is what sort of file system entry a lock is.
+type Kind string
+
+// The kinds of lock entry.
+const (
+	KindDir     Kind = "dir"
+	KindFile    Kind = "file"
+	KindSymlink Kind = "symlink"
+	KindOther   Kind = "other"   // FIFO, socket or device: never opened
+	KindMissing Kind = "missing" // only side files remain
+)
+
+// Format is the on-disk layout a lock was read as.
+type Format string
+
+// The formats lockctl reads. See docs/formats.md.
+const (
+	FormatRegistryA    Format = "registry-a"   // dir + sibling <lock>.holder
+	FormatRegistryB    Format = "registry-b"   // dir with holder.<token> inside
+	FormatPid          Format = "pid"          // "<pid>\n"
+	FormatUUCP         Format = "uucp"         // "%10d\n"
+	FormatKeyValue     Format = "pid-kv"       // "pid=<pid>\n" and other key=value lines
+	FormatNoPid        Format = "no-pid"       // "0": written without an owner
+	FormatEmpty        Format = "empty"        // empty file, or empty dir with no holder file
+	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
+)
+
+// Lock is one lock found on disk together with every side file that belongs
+// to it. It is a snapshot: by the time it is judged the disk may have moved
+// on, which is why package fix re-reads and compares Stat before acting.
+type Lock struct {
+	// Path is the absolute path of the lock. Dir is the directory holding it
+	// and Name its base name, so Path == Dir + "/" + Name.
+	Path string
+	Dir  string
+	Name string
+	Kind Kind
+	// Info describes the lock entry itself (zero when Kind is KindMissing).
+	Info   fsx.Stat
+	Format Format
+	// Holders are the holder records: the sibling <lock>.holder of
+	// generation A, every holder.<token> inside a generation B directory, or
+	// the lock file itself for pid files.
+	Holders []Record
+	// Side files beside the lock: break claims, release staging and records
+	// waiting to be published.
+	Claims []Claim
+	// Writers and Pending are generation B evidence files inside the lock
+	// directory; Others are any further entries there.
+	Writers []Writer
+	Pending []string
+	Others  []string
+	// Err is set when the lock could not be read at all.
+	Err error
+}
+
+// Record is one holder record as read from disk: where it is, the file it
+// was read from, the bytes, and what they say. A record whose bytes could not
+// be read or parsed has Holder == nil and Err saying why.
+type Record struct {
+	// File is the record's path relative to Lock.Dir, e.g. "x.lock.holder"
+	// or "x.lock/holder.<token>".
+	File   string
+	Info   fsx.Stat
+	Raw    []byte
+	Holder *Holder
+	Err    error
+}
+
+// Holder is what a record says about the process that holds the lock.
+type Holder struct {
+	// Pid is the process id as written. It may be out of range (zero,
+	// negative, above pid_max, or clamped to MaxInt64 on overflow); PidText
+	// is the digits exactly as written.
+	Pid     int64
+	PidText string
+	Host    string
+	Command string
+	Token   string
+	// Since is when the holder says it took the lock (the epoch in a
+	// generation A token), or the zero time.
+	Since time.Time
+	// Scope is the generation B scope digest; "" means "could not tell".
+	Scope string
+	// Break is the generation B break policy: "", "no" or "writers".
+	Break string
+	// Start, when HasStart, is the holder's start time in clock ticks since
+	// boot (field 22 of /proc/<pid>/stat), with BootID and PidNS naming the
+	// boot and pid namespace it belongs to.
+	Start    uint64
+	HasStart bool
+	BootID   string
+	PidNS    string
+}
+
+// ClaimKind says what a side file beside a lock is doing there.
+type ClaimKind string
+
+// The kinds of side file that make a lock "claimed".
+const (
+	ClaimBreak   ClaimKind = "break"   // <lock>.dead.*
+	ClaimRelease ClaimKind = "release" // <lock>.holder.releasing.<pid>, <lock>.rel.<token>
+	ClaimPublish ClaimKind = "publish" // <lock>.pub.<token>
+	ClaimHolder  ClaimKind = "holder"  // <lock>.holder with no lock beside it
+)
+
+// Claim is a side file: who made it (By, 0 when the name does not say) and
+// the record it holds.
+type Claim struct {
+	Kind ClaimKind
+	// By is the pid of the breaker, releaser or publisher named in the file
+	// name, or 0 when the name carries none.
+	By     int64
+	Record Record
+}
+
+// Writer is a generation B writer.<token>.<pid> evidence file.
+type Writer struct {
+	Name  string
+	Token string
+	Pid   int64
+}

@@ -1,0 +1,120 @@
+package scan
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// DefaultNames are the lock name patterns used when none are given.
+var DefaultNames = []string{"*.lock", "*.lck", "LCK..*"}
+
+// Matcher decides which names are locks and which are side files of a lock.
+type Matcher struct{ globs []string }
+
+// NewMatcher checks the glob patterns (path.Match syntax) and returns a
+// Matcher for them, or for DefaultNames when globs is empty.
+func NewMatcher(globs []string) (Matcher, error) {
+	if len(globs) == 0 {
+		globs = DefaultNames
+	}
+	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			return Matcher{}, fmt.Errorf("bad --name pattern %q: %w", g, err)
+		}
+		if strings.Contains(g, "/") {
+			return Matcher{}, fmt.Errorf("bad --name pattern %q: it matches base names, so it cannot contain /", g)
+		}
+	}
+	return Matcher{globs: globs}, nil
+}
+
+// IsLock reports whether name matches a lock pattern.
+func (m Matcher) IsLock(name string) bool {
+	for _, g := range m.globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// side is a side file of the lock named base.
+type side struct {
+	name string // the side file's own name
+	base string // the lock it belongs to
+	kind ClaimKind
+	rest string // what follows the marker: pid, token, ...
+}
+
+// Markers that make <lock><marker><rest> a side file of <lock>. The order
+// matters: ".holder.releasing." must be tried before ".holder".
+var markers = []struct {
+	marker string
+	kind   ClaimKind
+}{
+	{".holder.releasing.", ClaimRelease},
+	{".dead.", ClaimBreak},
+	{".pub.", ClaimPublish},
+	{".rel.", ClaimRelease},
+}
+
+// Side reports whether name is a side file of some lock whose name matches
+// m, and if so of which. A side file is never a lock of its own, even when
+// its name also matches a lock pattern (LCK..ttyS0.dead.1.2).
+func (m Matcher) side(name string) (side, bool) {
+	if base, ok := strings.CutSuffix(name, ".holder"); ok && base != "" && m.IsLock(base) {
+		return side{name: name, base: base, kind: ClaimHolder}, true
+	}
+	for _, mk := range markers {
+		for i := 0; ; {
+			j := strings.Index(name[i:], mk.marker)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			base, rest := name[:at], name[at+len(mk.marker):]
+			if base != "" && rest != "" && m.IsLock(base) {
+				return side{name: name, base: base, kind: mk.kind, rest: rest}, true
+			}
+			i = at + 1
+		}
+	}
+	return side{}, false
+}
+
+// claimant says who made a side file and which generation B token, if any,
+// its name carries:
+//
+//	<lock>.dead.<breaker pid>.<random>          generation A, pid files
+//	<lock>.dead.<pid>.<hex>.<attempt>.<breaker> generation B
+//	<lock>.holder.releasing.<pid>               generation A release
+//	<lock>.rel.<token>, <lock>.pub.<token>      generation B
+func (s side) claimant() (by int64, token string) {
+	switch {
+	case s.kind == ClaimBreak:
+		parts := strings.Split(s.rest, ".")
+		switch len(parts) {
+		case 2:
+			if pid, ok := parsePid(parts[0]); ok && isDigits(parts[0]) {
+				return pid, ""
+			}
+		case 4:
+			tok := strings.Join(parts[:3], ".")
+			if _, ok := ParseBToken(tok); ok && isDigits(parts[3]) {
+				pid, _ := parsePid(parts[3])
+				return pid, tok
+			}
+		}
+	case s.kind == ClaimRelease && strings.HasPrefix(s.name, s.base+".holder.releasing."):
+		if isDigits(s.rest) {
+			pid, _ := parsePid(s.rest)
+			return pid, ""
+		}
+	case s.kind == ClaimRelease || s.kind == ClaimPublish:
+		if pid, ok := ParseBToken(s.rest); ok {
+			return pid, s.rest
+		}
+	}
+	return 0, ""
+}

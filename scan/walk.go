@@ -1,0 +1,415 @@
+package scan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+	"golang.org/x/sys/unix"
+)
+
+// Limits that keep a hostile registry from costing more than a bounded
+// amount of time and memory per lock.
+const (
+	// MaxDepth is how deep the walk descends below a root.
+	MaxDepth = 1024
+	// maxSideFiles is how many side files, and how many holder records inside
+	// one directory, are read for one lock; the rest are listed, not read.
+	maxSideFiles = 64
+	// maxOthers is how many unexpected names inside a lock directory are kept.
+	maxOthers = 32
+)
+
+// Root is a place to look, as the operator named it.
+type Root struct {
+	// Given is the path as named; Path is its absolute form with symbolic
+	// links in its parent directories resolved.
+	Given string
+	Path  string
+	// Lock is true when the path is a lock itself rather than a registry to
+	// walk: a file, a symbolic link, or a directory whose name is a lock name.
+	Lock bool
+	dev  uint64
+	ino  uint64
+}
+
+// ResolveRoot finds what p names. Symbolic links in p's parent directories
+// are resolved, and so is p itself when it is a symbolic link to a directory
+// (the operator chose to name it); a symbolic link to anything else is a lock
+// of its own and is not followed. The error, for a path that does not exist
+// or cannot be examined, is an *fs.PathError.
+func ResolveRoot(p string, m Matcher) (Root, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return Root{}, &fs.PathError{Op: "resolve", Path: p, Err: err}
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return Root{}, err
+	}
+	real := filepath.Join(parent, filepath.Base(abs))
+	if abs == "/" {
+		real = "/"
+	}
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return Root{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := os.Stat(real); err == nil && t.IsDir() {
+			if real, err = filepath.EvalSymlinks(real); err != nil {
+				return Root{}, err
+			}
+			fi = t
+		}
+	}
+	r := Root{Given: p, Path: real}
+	r.Lock = !fi.IsDir() || m.IsLock(filepath.Base(real))
+	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+		r.dev, r.ino = uint64(st.Dev), st.Ino
+	}
+	return r, nil
+}
+
+// Same reports whether r and s name the same directory entry, so that a
+// registry named twice (/var/lock and /run/lock) is walked once.
+func (r Root) Same(s Root) bool {
+	return r.Lock == s.Lock && r.dev == s.dev && r.ino == s.ino && r.dev != 0
+}
+
+// Walker walks roots and hands each Lock it finds to Found. Problems below a
+// root that do not stop the walk (an unreadable subtree, a name that vanished)
+// go to Warn. Both are called from the walking goroutine, in walk order.
+type Walker struct {
+	Match Matcher
+	Found func(*Lock)
+	Warn  func(error)
+}
+
+// Walk walks one root. It returns an error only when the root itself cannot
+// be opened; everything below it is reported through Warn and skipped.
+func (w *Walker) Walk(r Root) error {
+	if r.Lock {
+		dir, name := filepath.Dir(r.Path), filepath.Base(r.Path)
+		fd, err := fsx.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer fsx.Close(fd)
+		ents, err := fsx.ReadDir(fd, dir)
+		if err != nil {
+			return err
+		}
+		// The operator named this lock: it is a lock whatever its name, and
+		// its side files are the names that extend it.
+		m := Matcher{globs: []string{escapeGlob(name)}}
+		var sides []side
+		found := false
+		for _, e := range ents {
+			if e.Name == name {
+				found = true
+			} else if s, ok := m.side(e.Name); ok {
+				sides = append(sides, s)
+			}
+		}
+		if found {
+			if l := w.read(fd, dir, name, sides); l != nil {
+				w.Found(l)
+			}
+		} else if len(sides) > 0 {
+			w.Found(w.orphan(fd, dir, name, sides))
+		} else {
+			return &fs.PathError{Op: "stat", Path: r.Path, Err: fs.ErrNotExist}
+		}
+		return nil
+	}
+	fd, err := fsx.OpenRoot(r.Path)
+	if err != nil {
+		return err
+	}
+	defer fsx.Close(fd)
+	st, err := fsx.Fstat(fd, r.Path)
+	if err != nil {
+		return err
+	}
+	w.dir(fd, r.Path, 0, []devIno{{st.Dev, st.Ino}})
+	return nil
+}
+
+type devIno struct{ dev, ino uint64 }
+
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (w *Walker) warn(err error) {
+	if w.Warn != nil {
+		w.Warn(err)
+	}
+}
+
+// dir handles one directory open at fd. ancestors are the directories on
+// the path from the root, so a bind-mount loop is noticed rather than walked
+// forever (symbolic links are never followed, so they cannot loop).
+func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
+	ents, err := fsx.ReadDir(fd, path)
+	if err != nil {
+		w.warn(err) // keep what was listed before the error
+	}
+	sides := map[string][]side{}
+	var locks []string
+	var subdirs []string
+	for _, e := range ents {
+		if s, ok := w.Match.side(e.Name); ok {
+			sides[s.base] = append(sides[s.base], s)
+			continue
+		}
+		if w.Match.IsLock(e.Name) {
+			locks = append(locks, e.Name)
+			continue
+		}
+		// ModeIrregular: the file system did not say; OpenDirAt decides.
+		if e.Type == fs.ModeDir || e.Type == fs.ModeIrregular {
+			subdirs = append(subdirs, e.Name)
+		}
+	}
+	for _, name := range locks {
+		if l := w.read(fd, path, name, sides[name]); l != nil {
+			w.Found(l)
+		}
+		delete(sides, name)
+	}
+	if len(sides) > 0 {
+		bases := make([]string, 0, len(sides))
+		for b := range sides {
+			bases = append(bases, b)
+		}
+		sort.Strings(bases)
+		for _, b := range bases {
+			w.Found(w.orphan(fd, path, b, sides[b]))
+		}
+	}
+	for _, name := range subdirs {
+		sub := filepath.Join(path, name)
+		if depth+1 > MaxDepth {
+			w.warn(fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth))
+			continue
+		}
+		cfd, err := fsx.OpenDirAt(fd, path, name)
+		if err != nil {
+			// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
+			// never followed. ENOENT: removed since it was listed.
+			if !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) && !errors.Is(err, fs.ErrNotExist) {
+				w.warn(err)
+			}
+			continue
+		}
+		st, err := fsx.Fstat(cfd, sub)
+		if err != nil {
+			w.warn(err)
+			fsx.Close(cfd)
+			continue
+		}
+		key := devIno{st.Dev, st.Ino}
+		loop := false
+		for _, a := range ancestors {
+			if a == key {
+				loop = true
+			}
+		}
+		if loop {
+			w.warn(fmt.Errorf("not walking %q: it is the same directory as one of its parents (a bind-mount loop)", sub))
+		} else {
+			w.dir(cfd, sub, depth+1, append(ancestors, key))
+		}
+		fsx.Close(cfd)
+	}
+}
+
+// read reads the lock name in the directory open at fd, with its side files.
+// It returns nil if the lock vanished and left nothing behind.
+func (w *Walker) read(fd int, dir, name string, sides []side) *Lock {
+	l := &Lock{Path: filepath.Join(dir, name), Dir: dir, Name: name, Format: FormatUnrecognized}
+	st, err := fsx.Lstatat(fd, dir, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if len(sides) == 0 {
+			return nil
+		}
+		return w.orphan(fd, dir, name, sides)
+	}
+	if err != nil {
+		l.Kind = KindOther
+		l.Err = err
+		return l
+	}
+	l.Info = st
+	switch {
+	case st.Mode.IsDir():
+		l.Kind = KindDir
+		sides = w.readDir(fd, l, sides)
+	case st.Mode.IsRegular():
+		l.Kind = KindFile
+		w.readFile(fd, l)
+	case st.Mode&fs.ModeSymlink != 0:
+		l.Kind = KindSymlink
+	default:
+		l.Kind = KindOther
+	}
+	w.readSides(fd, l, sides)
+	return l
+}
+
+// readRecord reads one record file inside the directory open at fd.
+func readRecord(fd int, dir, name, file string) Record {
+	data, st, truncated, err := fsx.ReadFileAt(fd, dir, name, MaxRecord)
+	r := Record{File: file, Info: st, Raw: data}
+	switch {
+	case err != nil:
+		r.Err = err
+	case truncated:
+		r.Err = malformed(FormatUnrecognized, "the record is larger than %d bytes", MaxRecord)
+	}
+	return r
+}
+
+func (w *Walker) readFile(fd int, l *Lock) {
+	r := readRecord(fd, l.Dir, l.Name, l.Name)
+	if r.Err == nil && !r.Info.SameFile(l.Info) {
+		r.Err = fmt.Errorf("%q was replaced while it was being read", l.Path)
+	}
+	if r.Err == nil {
+		l.Format, r.Holder, r.Err = ParsePidFile(r.Raw)
+	}
+	l.Holders = []Record{r}
+}
+
+// readDir reads a directory lock: generation B records and evidence inside,
+// or the generation A holder beside it. It returns the side files it did
+// not consume.
+func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
+	dfd, err := fsx.OpenDirAt(fd, l.Dir, l.Name)
+	if err != nil {
+		l.Err = err
+		return sides
+	}
+	defer fsx.Close(dfd)
+	ents, err := fsx.ReadDir(dfd, l.Path)
+	if err != nil {
+		l.Err = err
+		return sides
+	}
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name, "holder."):
+			tok := strings.TrimPrefix(e.Name, "holder.")
+			r := Record{File: l.Name + "/" + e.Name}
+			if len(l.Holders) < maxSideFiles {
+				r = readRecord(dfd, l.Path, e.Name, l.Name+"/"+e.Name)
+			} else {
+				r.Err = fmt.Errorf("not read: more than %d holder records", maxSideFiles)
+			}
+			if r.Err == nil {
+				r.Holder, r.Err = ParseRegistryB(r.Raw, tok)
+			}
+			l.Holders = append(l.Holders, r)
+		case strings.HasPrefix(e.Name, "writer."):
+			wr := Writer{Name: e.Name}
+			parts := strings.Split(strings.TrimPrefix(e.Name, "writer."), ".")
+			if len(parts) == 4 {
+				wr.Token = strings.Join(parts[:3], ".")
+				if isDigits(parts[3]) {
+					wr.Pid, _ = parsePid(parts[3])
+				}
+			}
+			l.Writers = append(l.Writers, wr)
+		case strings.HasPrefix(e.Name, "pending."):
+			l.Pending = append(l.Pending, e.Name)
+		default:
+			if len(l.Others) < maxOthers {
+				l.Others = append(l.Others, e.Name)
+			}
+		}
+	}
+	switch {
+	case len(l.Holders) > 0:
+		l.Format = FormatRegistryB
+		return sides
+	case len(l.Writers) > 0 || len(l.Pending) > 0:
+		l.Format = FormatRegistryB
+		return sides
+	}
+	// Generation A: the holder record is the sibling <lock>.holder.
+	for i, s := range sides {
+		if s.kind == ClaimHolder {
+			r := readRecord(fd, l.Dir, s.name, s.name)
+			if r.Err == nil {
+				r.Holder, r.Err = ParseRegistryA(r.Raw)
+			}
+			l.Holders = []Record{r}
+			l.Format = FormatRegistryA
+			return append(sides[:i:i], sides[i+1:]...)
+		}
+	}
+	if len(ents) == 0 {
+		l.Format = FormatEmpty
+	}
+	return sides
+}
+
+// readSides reads the claims, staging and unpublished records beside a lock.
+func (w *Walker) readSides(fd int, l *Lock, sides []side) {
+	for i, s := range sides {
+		by, tok := s.claimant()
+		c := Claim{Kind: s.kind, By: by, Record: Record{File: s.name}}
+		if i < maxSideFiles {
+			c.Record = readRecord(fd, l.Dir, s.name, s.name)
+		} else {
+			c.Record.Err = fmt.Errorf("not read: more than %d side files", maxSideFiles)
+		}
+		if c.Record.Err == nil {
+			c.Record.Holder, c.Record.Err = parseClaimed(c.Record.Raw, tok)
+		}
+		l.Claims = append(l.Claims, c)
+	}
+}
+
+// orphan makes a Lock for side files whose lock no longer exists: an
+// abandoned break, release or publish.
+func (w *Walker) orphan(fd int, dir, base string, sides []side) *Lock {
+	l := &Lock{Path: filepath.Join(dir, base), Dir: dir, Name: base, Kind: KindMissing, Format: FormatUnrecognized}
+	w.readSides(fd, l, sides)
+	for _, c := range l.Claims {
+		if c.Record.Holder != nil {
+			l.Format = c.Record.Format()
+			break
+		}
+	}
+	return l
+}
+
+// Format guesses which layout a parsed side-file record came from.
+func (r Record) Format() Format {
+	switch {
+	case r.Holder == nil:
+		return FormatUnrecognized
+	case strings.HasPrefix(string(r.Raw), "token "):
+		if _, ok := ParseBToken(r.Holder.Token); ok {
+			return FormatRegistryB
+		}
+		return FormatRegistryA
+	}
+	f, _, _ := ParsePidFile(r.Raw)
+	return f
+}

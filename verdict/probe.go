@@ -1,0 +1,114 @@
+package verdict
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// State is what the kernel says about a pid.
+type State int
+
+// The states a probe can report. StateUnknown is every doubt.
+const (
+	StateUnknown State = iota
+	StateAbsent        // no such pid in this pid namespace
+	StateRunning       // the pid exists and is not a zombie
+	StateZombie        // exited (Z) or dead (X): can never release anything
+)
+
+// Proc is what a probe found out about one pid.
+type Proc struct {
+	State State
+	// Start is the process start time in clock ticks since boot (field 22 of
+	// /proc/<pid>/stat), valid when HasStart.
+	Start    uint64
+	HasStart bool
+	// Comm is the command name from /proc/<pid>/stat, where readable.
+	Comm string
+	// Denied is true when kill(pid, 0) said EPERM: the process exists but
+	// belongs to someone this process may not signal.
+	Denied bool
+	// Err says why State is StateUnknown, or why Start could not be read.
+	Err error
+}
+
+// Probe answers "what is pid doing?" for one pid. A Probe must never report
+// StateAbsent or StateZombie unless the kernel said so; every doubt is
+// StateUnknown (or StateRunning without a start time).
+type Probe interface {
+	Probe(pid int) Proc
+}
+
+// CachingProbe remembers each pid's answer for the life of one run, so a
+// registry where many locks share a holder asks the kernel once.
+type CachingProbe struct {
+	Next Probe
+	seen map[int]Proc
+}
+
+// Probe implements Probe.
+func (c *CachingProbe) Probe(pid int) Proc {
+	if p, ok := c.seen[pid]; ok {
+		return p
+	}
+	if c.seen == nil {
+		c.seen = map[int]Proc{}
+	}
+	p := c.Next.Probe(pid)
+	c.seen[pid] = p
+	return p
+}
+
+// ParseStat parses the content of /proc/<pid>/stat. The command (field 2)
+// is in parentheses and may itself contain spaces and ')', so the fields
+// after it are found from the last ')'.
+func ParseStat(b []byte) (state byte, comm string, start uint64, err error) {
+	s := string(b)
+	open := strings.IndexByte(s, '(')
+	end := strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return 0, "", 0, fmt.Errorf("no command field")
+	}
+	comm = s[open+1 : end]
+	fields := strings.Fields(s[end+1:])
+	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return 0, "", 0, fmt.Errorf("too few fields")
+	}
+	start, err = strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, "", 0, fmt.Errorf("bad start time: %w", err)
+	}
+	return fields[0][0], comm, start, nil
+}
+
+// Host is what lockctl knows about the machine, boot and pid namespace it
+// runs in. Zero fields mean "could not tell", and every verdict that needs
+// one then stays on the held side.
+type Host struct {
+	Name      string
+	BootID    string
+	PidNS     string
+	MachineID string
+	// Scope is the generation B scope digest of this machine, boot and pid
+	// namespace, or "" with ScopeErr saying why it cannot be computed.
+	Scope    string
+	ScopeErr error
+	// PidMax is /proc/sys/kernel/pid_max.
+	PidMax int64
+	// BootTime is btime from /proc/stat; Ticks is the clock tick rate that
+	// start times are counted in.
+	BootTime time.Time
+	Ticks    int64
+}
+
+// Started converts a start time in ticks to wall-clock time. It is evidence
+// only: the conversion drifts when the clock steps.
+func (h Host) Started(ticks uint64) time.Time {
+	if h.BootTime.IsZero() || h.Ticks <= 0 {
+		return time.Time{}
+	}
+	return h.BootTime.Add(time.Duration(ticks) * time.Second / time.Duration(h.Ticks))
+}

@@ -1,0 +1,196 @@
+//go:build linux
+
+package verdict
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// KernelProbe asks the running Linux kernel. It never forks.
+type KernelProbe struct{}
+
+// Probe implements Probe. Where the kernel has pidfds it pins the process
+// first, so the /proc/<pid>/stat it reads cannot belong to a later process
+// that reused the pid: pidfd_open, read stat, then pidfd_send_signal(0). If
+// the signal still reaches the pinned process, the stat read was of it.
+// Without pidfds it falls back to kill(pid, 0) around the read, which
+// narrows that window but cannot close it.
+func (KernelProbe) Probe(pid int) Proc {
+	if pid <= 0 {
+		// kill(0) and kill(-1) address process groups: never ask.
+		return Proc{State: StateUnknown, Err: fmt.Errorf("pid %d is not a process id", pid)}
+	}
+	fd, err := retryFd(func() (int, error) { return unix.PidfdOpen(pid, 0) })
+	switch {
+	case err == unix.ESRCH:
+		return Proc{State: StateAbsent}
+	case err != nil:
+		// ENOSYS (before Linux 5.3), EINVAL (a thread id), a seccomp EPERM:
+		// fall back to kill.
+		return probeKill(pid)
+	}
+	defer unix.Close(fd)
+	p, statErr := readStat(pid)
+	serr := retry(func() error { return unix.PidfdSendSignal(fd, 0, nil, 0) })
+	switch serr {
+	case nil:
+	case unix.EPERM:
+		p.Denied = true
+	case unix.ESRCH:
+		// It exited (and was reaped) since it was pinned: it is gone, and so
+		// whatever stat said is history.
+		return Proc{State: StateAbsent}
+	default:
+		return Proc{State: StateUnknown, Err: fmt.Errorf("cannot signal pid %d: %w", pid, serr)}
+	}
+	return finish(pid, p, statErr)
+}
+
+func probeKill(pid int) Proc {
+	kerr := retry(func() error { return unix.Kill(pid, 0) })
+	var p Proc
+	switch kerr {
+	case nil:
+	case unix.ESRCH:
+		return Proc{State: StateAbsent}
+	case unix.EPERM:
+		// It exists; we may not signal it. That is alive, never dead.
+		p.Denied = true
+	default:
+		return Proc{State: StateUnknown, Err: fmt.Errorf("kill(%d, 0): %w", pid, kerr)}
+	}
+	q, statErr := readStat(pid)
+	q.Denied = p.Denied
+	return finish(pid, q, statErr)
+}
+
+// finish turns a stat read of a process known to exist into a Proc. The
+// process exists, so a stat that cannot be read (hidepid, a /proc that is
+// not mounted) leaves it running with no start time: alive, never dead.
+func finish(pid int, p Proc, statErr error) Proc {
+	if statErr != nil {
+		return Proc{State: StateRunning, Denied: p.Denied, Err: statErr}
+	}
+	return p
+}
+
+func readStat(pid int) (Proc, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Proc{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	state, comm, start, err := ParseStat(b)
+	if err != nil {
+		return Proc{}, fmt.Errorf("cannot parse %s: %w", path, err)
+	}
+	p := Proc{State: StateRunning, Comm: comm, Start: start, HasStart: true}
+	if state == 'Z' || state == 'X' || state == 'x' {
+		p.State = StateZombie
+	}
+	return p, nil
+}
+
+func retry(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func retryFd(f func() (int, error)) (int, error) {
+	for {
+		fd, err := f()
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// pidMaxLimit is PID_MAX_LIMIT on 64-bit Linux, the most pid_max can be.
+const pidMaxLimit = 4 << 20
+
+// LocalHost reads the facts of this machine, boot and pid namespace. It
+// never fails: a fact it cannot read is left zero and the verdicts that
+// need it stay on the held side.
+func LocalHost() Host {
+	var h Host
+	h.Name, _ = os.Hostname()
+	h.BootID = firstLine("/proc/sys/kernel/random/boot_id")
+	h.PidNS, _ = os.Readlink("/proc/self/ns/pid")
+	h.MachineID = firstLine("/etc/machine-id")
+	switch {
+	case h.MachineID == "":
+		h.ScopeErr = errors.New("/etc/machine-id cannot be read")
+	case h.BootID == "":
+		h.ScopeErr = errors.New("/proc/sys/kernel/random/boot_id cannot be read")
+	case h.PidNS == "":
+		h.ScopeErr = errors.New("/proc/self/ns/pid cannot be read")
+	default:
+		h.Scope = ScopeDigest(h.MachineID, h.BootID, h.PidNS)
+	}
+	h.PidMax = pidMaxLimit
+	if n, err := strconv.ParseInt(firstLine("/proc/sys/kernel/pid_max"), 10, 64); err == nil && n > 0 {
+		h.PidMax = n
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "btime "); ok {
+				if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+					h.BootTime = time.Unix(s, 0)
+				}
+			}
+		}
+	}
+	h.Ticks = clockTicks()
+	return h
+}
+
+// ScopeDigest is the generation B scope: the SHA-256, in lowercase hex, of
+// "agmsg-lock-scope:<machine-id>:<boot_id>:<pid-namespace link>".
+func ScopeDigest(machineID, bootID, pidNS string) string {
+	sum := sha256.Sum256([]byte("agmsg-lock-scope:" + machineID + ":" + bootID + ":" + pidNS))
+	return hex.EncodeToString(sum[:])
+}
+
+func firstLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return strings.TrimSpace(string(line))
+}
+
+// clockTicks reads AT_CLKTCK from the auxiliary vector, which is what
+// sysconf(_SC_CLK_TCK) returns, without cgo. It is 100 on almost every
+// Linux, and that is the fallback.
+func clockTicks() int64 {
+	const atClktck = 17
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err == nil {
+		for len(b) >= 16 {
+			k, v := binary.NativeEndian.Uint64(b), binary.NativeEndian.Uint64(b[8:])
+			if k == atClktck && v > 0 {
+				return int64(v)
+			}
+			if k == 0 {
+				break
+			}
+			b = b[16:]
+		}
+	}
+	return 100
+}

@@ -1,0 +1,520 @@
+// Package verdict judges each lock that package scan found: is its holder
+// live, provably gone, or something that cannot be decided here?
+//
+// The rule that shapes every branch: a doubt is never "gone". EPERM, an
+// unreadable /proc, a pid out of range, a record from another host or pid
+// namespace, a missing or malformed record: each lands in live, foreign,
+// unknown or ownerless, never in gone. Age is reported, never judged.
+//
+// The kernel sits behind the Probe interface so the tables here can be
+// tested with a fake; KernelProbe is the real one.
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/scan"
+)
+
+// Verdict is the judgement of one lock.
+type Verdict string
+
+// The verdicts. See docs/verdicts.md.
+const (
+	Live      Verdict = "live"
+	Gone      Verdict = "gone"
+	Recycled  Verdict = "recycled"
+	Ownerless Verdict = "ownerless"
+	Foreign   Verdict = "foreign"
+	Claimed   Verdict = "claimed"
+	Unknown   Verdict = "unknown"
+)
+
+// All lists every verdict, most urgent first: the order reports use.
+var All = []Verdict{Gone, Claimed, Recycled, Ownerless, Unknown, Foreign, Live}
+
+// Parse returns the verdict named s.
+func Parse(s string) (Verdict, bool) {
+	for _, v := range All {
+		if string(v) == s {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// heldness orders verdicts from "certainly free" to "certainly held". When
+// several records speak for one lock, the most held one wins.
+var heldness = map[Verdict]int{Gone: 0, Ownerless: 1, Claimed: 2, Recycled: 3, Foreign: 4, Unknown: 5, Live: 6}
+
+// Op is one kind of removal step.
+type Op string
+
+// The removal steps a remedy is made of.
+const (
+	OpRemove  Op = "rm"      // remove the file Path
+	OpRmdir   Op = "rmdir"   // remove the empty directory Path
+	OpRestore Op = "restore" // hard-link Path back to To (never replacing), then remove Path
+)
+
+// Step is one step of a remedy, in order.
+type Step struct {
+	Op   Op
+	Path string
+	To   string
+}
+
+// Result is the judgement of one lock.
+type Result struct {
+	Lock    *scan.Lock
+	Verdict Verdict
+	// Reason is the evidence in one sentence.
+	Reason string
+	// Holder is the record the verdict is about (for a claimed lock, the
+	// record the claim holds), or nil.
+	Holder *scan.Holder
+	// Started is when the holder's process started, where known (evidence).
+	Started time.Time
+	// Modified is the lock's modification time (for a lock of which only
+	// side files remain, the oldest of theirs).
+	Modified time.Time
+	// Remove is what to remove, in order; empty when nothing is due.
+	Remove []Step
+	// Caveat qualifies Remove (owner-less locks).
+	Caveat string
+	// Notes are further evidence worth an operator's eye.
+	Notes []string
+}
+
+// Judge judges locks against one host and one probe.
+type Judge struct {
+	Host  Host
+	Probe Probe
+}
+
+// RecycleMargin is how much later than its record a process must have
+// started before it is called another process. Start times are converted to
+// wall time through btime, which has one-second resolution and moves when the
+// clock steps: the margin keeps that noise from ever reading as recycled.
+const RecycleMargin = 2 * time.Second
+
+// OwnerlessCaveat goes with every remedy for an owner-less lock.
+const OwnerlessCaveat = "a lock taken a moment ago looks the same: remove it only when the program that uses it is known not to be running"
+
+type judged struct {
+	v       Verdict
+	reason  string
+	holder  *scan.Holder
+	started time.Time
+}
+
+func (a *judged) moreHeld(b judged) bool { return a == nil || heldness[b.v] > heldness[a.v] }
+
+// Judge returns the verdict on l. It reads the kernel through the probe and
+// nothing else; it never touches the disk.
+func (j *Judge) Judge(l *scan.Lock) Result {
+	r := Result{Lock: l, Modified: l.Info.Mtime}
+	switch {
+	case l.Err != nil:
+		return r.set(judged{v: Unknown, reason: "cannot read the lock: " + errText(l.Err)})
+	case l.Kind == scan.KindSymlink:
+		return r.set(judged{v: Unknown, reason: "the lock is a symbolic link, and lockctl never follows one"})
+	case l.Kind == scan.KindOther:
+		return r.set(judged{v: Unknown, reason: fmt.Sprintf("the lock is a %s, not a file or directory lockctl can read", modeWord(l.Info.Mode))})
+	case l.Kind == scan.KindMissing:
+		return j.claimed(r)
+	}
+
+	var best *judged
+	for i := range l.Holders {
+		if jd := j.record(l, &l.Holders[i]); best.moreHeld(jd) {
+			best = &jd
+		}
+	}
+	if best == nil {
+		return j.noRecord(r)
+	}
+	if best.v == Gone {
+		if jd, held := j.writers(l); held {
+			best = &jd
+		}
+	}
+	r = r.set(*best)
+	for _, c := range l.Claims {
+		r.Notes = append(r.Notes, j.sideNote(c))
+	}
+	switch r.Verdict {
+	case Gone:
+		r.Remove = removeLock(l)
+		if r.Holder != nil && r.Holder.Break == "no" {
+			r.Notes = append(r.Notes, "the holder asked never to be broken automatically (break no): lockctl doctor --fix leaves it alone")
+		}
+	case Ownerless:
+		r.ownerlessRemedy()
+	}
+	if len(l.Others) > 0 && len(r.Remove) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the lock directory also holds %d other entries (%s), so rmdir will fail until they are dealt with", len(l.Others), strings.Join(l.Others, ", ")))
+	}
+	return r
+}
+
+func (r Result) set(jd judged) Result {
+	r.Verdict, r.Reason, r.Holder, r.Started = jd.v, jd.reason, jd.holder, jd.started
+	return r
+}
+
+// record judges one holder record of l.
+func (j *Judge) record(l *scan.Lock, rec *scan.Record) judged {
+	var fe *scan.FormatError
+	switch {
+	case errors.As(rec.Err, &fe):
+		return judged{v: Ownerless, reason: fmt.Sprintf("the holder record %s is malformed: %s", quoteName(rec.File), fe.Reason)}
+	case rec.Err != nil:
+		return judged{v: Unknown, reason: fmt.Sprintf("cannot read the holder record %s: %s", quoteName(rec.File), errText(rec.Err))}
+	case rec.Holder == nil && l.Format == scan.FormatNoPid:
+		return judged{v: Ownerless, reason: "the lock file says 0: it was written without an owner's pid"}
+	case rec.Holder == nil:
+		return judged{v: Ownerless, reason: "the lock file is empty: no owner was recorded"}
+	}
+	// Generation A writes its holder beside the directory, so a holder left
+	// behind by an earlier lock can sit beside a directory made since by
+	// someone else (who has not written their own holder yet, or never
+	// will). A record older than the directory it sits beside does not
+	// describe that directory's owner.
+	if l.Format == scan.FormatRegistryA && rec.Info.Mtime.Before(l.Info.Created()) {
+		return judged{v: Ownerless, holder: rec.Holder, reason: fmt.Sprintf(
+			"the holder record %s (written %s) is older than the lock directory (made %s): it was left by an earlier holder, and this directory's owner is unknown",
+			rec.File, stamp(rec.Info.Mtime), stamp(l.Info.Created()))}
+	}
+	return j.holder(rec.Holder, l.Format, rec.Info.Mtime)
+}
+
+// holder judges what one record says, given when the record was written.
+// The order is the argument: where a record was written decides whether
+// this host may judge it at all, before any pid is looked at, because a pid
+// from another host or namespace names some unrelated process here.
+func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) judged {
+	jd := judged{holder: h}
+	out := func(v Verdict, format string, args ...any) judged {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd
+	}
+	if h.Scope != "" {
+		if j.Host.Scope == "" {
+			return out(Unknown, "the record carries a scope, but this host's cannot be computed (%v)", j.Host.ScopeErr)
+		}
+		if h.Scope != j.Host.Scope {
+			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)
+		}
+	}
+	if h.Host != "" {
+		if j.Host.Name == "" {
+			return out(Unknown, "the record names host %s, and this host's name cannot be read", h.Host)
+		}
+		if !strings.EqualFold(h.Host, j.Host.Name) {
+			return out(Foreign, "the record names host %s, and this is %s: run lockctl doctor on %s", h.Host, j.Host.Name, h.Host)
+		}
+	}
+	if h.BootID != "" {
+		if j.Host.BootID == "" {
+			return out(Unknown, "the record names boot %s, and this boot's id cannot be read", h.BootID)
+		}
+		if h.BootID != j.Host.BootID {
+			return out(Gone, "the record is from boot %s, and this is boot %s: its holder ended with that boot", h.BootID, j.Host.BootID)
+		}
+	}
+	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
+		return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+	}
+	if h.Pid <= 0 || h.Pid > j.Host.PidMax {
+		return out(Unknown, "pid %s is out of range (1 to %d), so it proves nothing", h.PidText, j.Host.PidMax)
+	}
+	pid := int(h.Pid)
+	p := j.Probe.Probe(pid)
+	if p.HasStart {
+		jd.started = j.Host.Started(p.Start)
+	}
+	switch p.State {
+	case StateAbsent:
+		if format == scan.FormatRegistryB && h.Scope == "" {
+			return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
+		}
+		return out(Gone, "pid %d is not running", pid)
+	case StateZombie:
+		return out(Gone, "pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm)
+	case StateRunning:
+	default:
+		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
+	}
+	if h.HasStart {
+		if !p.HasStart {
+			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
+		}
+		if p.Start != h.Start {
+			return out(Gone, "pid %d is running but started at tick %d, not the recorded %d: it is another process", pid, p.Start, h.Start)
+		}
+		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
+	}
+	// No start-time fence: the pid may have been reused. A process that
+	// started after the record was written cannot be the one that wrote it.
+	since := written
+	if !h.Since.IsZero() && (since.IsZero() || h.Since.Before(since)) {
+		since = h.Since
+	}
+	if !jd.started.IsZero() && !since.IsZero() && jd.started.After(since.Add(RecycleMargin)) {
+		return out(Recycled, "pid %d (%s) started at %s, after this record was written at %s: the pid was reused", pid, p.Comm, stamp(jd.started), stamp(since))
+	}
+	who := fmt.Sprintf("pid %d", pid)
+	if p.Comm != "" {
+		who += " (" + p.Comm + ")"
+	}
+	switch {
+	case p.Denied:
+		return out(Live, "%s is running as another user", who)
+	case !p.HasStart:
+		return out(Live, "%s is running (its start time cannot be read: %s)", who, errText(p.Err))
+	}
+	return out(Live, "%s is running", who)
+}
+
+// writers checks generation B writer evidence: a holder that is gone while
+// one of its writers runs still holds the lock.
+func (j *Judge) writers(l *scan.Lock) (judged, bool) {
+	for _, w := range l.Writers {
+		if w.Pid <= 0 || w.Pid > j.Host.PidMax {
+			return judged{v: Unknown, reason: fmt.Sprintf("the writer evidence %s names no usable pid", w.Name)}, true
+		}
+		switch p := j.Probe.Probe(int(w.Pid)); p.State {
+		case StateAbsent, StateZombie:
+		case StateRunning:
+			return judged{v: Live, reason: fmt.Sprintf("the holder is gone, but its writer pid %d (%s) is still running", w.Pid, p.Comm)}, true
+		default:
+			return judged{v: Unknown, reason: fmt.Sprintf("cannot tell whether writer pid %d is running: %s", w.Pid, errText(p.Err))}, true
+		}
+	}
+	if len(l.Pending) > 0 {
+		return judged{v: Unknown, reason: fmt.Sprintf("the holder is gone, but %s announces a writer that cannot be identified", l.Pending[0])}, true
+	}
+	return judged{}, false
+}
+
+// noRecord judges a lock that exists but has no holder record at all.
+func (j *Judge) noRecord(r Result) Result {
+	l := r.Lock
+	for _, c := range l.Claims {
+		if c.Kind == scan.ClaimBreak || c.Kind == scan.ClaimRelease {
+			return j.claimed(r)
+		}
+	}
+	if jd, held := j.writers(l); held {
+		return r.set(jd)
+	}
+	for _, c := range l.Claims {
+		if c.Kind != scan.ClaimPublish {
+			continue
+		}
+		switch p := j.probeBy(c.By); p.State {
+		case StateRunning:
+			return r.set(judged{v: Live, holder: c.Record.Holder, reason: fmt.Sprintf("no holder record yet, but pid %d is publishing one (%s)", c.By, c.Record.File)})
+		case StateUnknown:
+			return r.set(judged{v: Unknown, reason: fmt.Sprintf("no holder record, and cannot tell whether the publisher of %s is running: %s", c.Record.File, errText(p.Err))})
+		}
+		r.Notes = append(r.Notes, j.sideNote(c))
+	}
+	switch {
+	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty:
+		r = r.set(judged{v: Ownerless, reason: "the lock directory is empty and there is no holder file beside it"})
+	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryB:
+		r = r.set(judged{v: Ownerless, reason: "there is no holder record inside the lock directory, only writer evidence of holders that are gone"})
+	case l.Kind == scan.KindDir:
+		r = r.set(judged{v: Ownerless, reason: fmt.Sprintf("the lock directory holds no holder record (it holds %d other entries)", len(l.Others))})
+	default:
+		r = r.set(judged{v: Ownerless, reason: "there is no owner record"})
+	}
+	r.ownerlessRemedy()
+	return r
+}
+
+// ownerlessRemedy proposes removing an owner-less lock, with the caveat,
+// only where the lock holds nothing but what lockctl can account for.
+func (r *Result) ownerlessRemedy() {
+	l := r.Lock
+	if len(l.Others) > 0 {
+		r.Notes = append(r.Notes, "the directory holds entries lockctl does not recognise; inspect it by hand")
+		return
+	}
+	r.Remove = removeLock(l)
+	r.Caveat = OwnerlessCaveat
+}
+
+// removeLock lists the steps that remove l and its holder records. For
+// generation A the holder goes first: while the directory stands nobody can
+// take the lock, so removing the holder first cannot touch a new owner's
+// record, and the directory goes last.
+func removeLock(l *scan.Lock) []Step {
+	var steps []Step
+	switch l.Kind {
+	case scan.KindFile:
+		return []Step{{Op: OpRemove, Path: l.Path}}
+	case scan.KindDir:
+		for _, h := range l.Holders {
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, h.File)})
+		}
+		for _, w := range l.Writers {
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Path, w.Name)})
+		}
+		for _, p := range l.Pending {
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Path, p)})
+		}
+		return append(steps, Step{Op: OpRmdir, Path: l.Path})
+	}
+	return nil
+}
+
+// claimed judges a lock with no holder but with claims or staging beside it:
+// a break or release under way, or abandoned. It also judges side files
+// whose lock no longer exists.
+func (j *Judge) claimed(r Result) Result {
+	l := r.Lock
+	var claims []scan.Claim
+	for _, c := range l.Claims {
+		if l.Kind != scan.KindMissing && c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease {
+			continue
+		}
+		claims = append(claims, c)
+		if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
+			r.Modified = c.Record.Info.Mtime
+		}
+	}
+	r.Verdict = Claimed
+	if len(claims) != 1 {
+		var parts []string
+		for _, c := range claims {
+			parts = append(parts, j.sideNote(c))
+		}
+		r.Reason = fmt.Sprintf("%d side files and no holder: %s; resolve them by hand", len(claims), strings.Join(parts, "; "))
+		return r
+	}
+	c := claims[0]
+	by := j.probeBy(c.By)
+	var rec judged
+	switch {
+	case c.Record.Err != nil:
+		rec = j.record(l, &c.Record)
+	default:
+		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info.Mtime)
+	}
+	r.Holder = c.Record.Holder
+	r.Started = rec.started
+	what := map[scan.ClaimKind]string{scan.ClaimBreak: "a break", scan.ClaimRelease: "a release", scan.ClaimPublish: "a publish", scan.ClaimHolder: "a release"}[c.Kind]
+	state := fmt.Sprintf("%s of %s by %s", what, quoteName(c.Record.File), byWord(c.By, by))
+	record := fmt.Sprintf("the record it holds is %s (%s)", rec.v, rec.reason)
+	missing := ""
+	if l.Kind == scan.KindMissing {
+		missing = "the lock itself is gone; "
+	}
+	claimPath := filepath.Join(l.Dir, c.Record.File)
+	switch by.State {
+	case StateRunning, StateUnknown:
+		r.Reason = fmt.Sprintf("%s%s is under way or its maker cannot be checked; %s", missing, state, record)
+		return r
+	}
+	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
+	switch {
+	case rec.v == Gone:
+		if l.Kind == scan.KindDir {
+			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
+		}
+		r.Remove = append(r.Remove, Step{Op: OpRemove, Path: claimPath})
+	case rec.v == Live && c.Kind == scan.ClaimBreak:
+		if to := restoreTarget(l, c); to != "" {
+			r.Remove = []Step{{Op: OpRestore, Path: claimPath, To: to}}
+		} else {
+			r.Reason += "; it cannot be put back because the lock is gone: its holder may believe it still holds the lock"
+		}
+	case rec.v == Live && l.Kind == scan.KindMissing:
+		r.Reason += "; the lock was removed while its holder runs, so that holder may believe it still holds the lock"
+	}
+	return r
+}
+
+// restoreTarget is where a claimed record goes back to, or "" if it cannot.
+func restoreTarget(l *scan.Lock, c scan.Claim) string {
+	switch c.Record.Format() {
+	case scan.FormatRegistryA:
+		if l.Kind == scan.KindDir {
+			return l.Path + ".holder"
+		}
+	case scan.FormatRegistryB:
+		if l.Kind == scan.KindDir && c.Record.Holder != nil {
+			return filepath.Join(l.Path, "holder."+c.Record.Holder.Token)
+		}
+	default:
+		if l.Kind == scan.KindMissing {
+			return l.Path
+		}
+	}
+	return ""
+}
+
+func (j *Judge) probeBy(pid int64) Proc {
+	if pid <= 0 || pid > j.Host.PidMax {
+		return Proc{State: StateUnknown, Err: errors.New("the file name carries no usable pid")}
+	}
+	return j.Probe.Probe(int(pid))
+}
+
+func (j *Judge) sideNote(c scan.Claim) string {
+	return fmt.Sprintf("side file %s (%s by %s)", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeBy(c.By)))
+}
+
+func byWord(pid int64, p Proc) string {
+	switch {
+	case pid <= 0:
+		return "an unnamed process"
+	case p.State == StateRunning:
+		return fmt.Sprintf("pid %d, running", pid)
+	case p.State == StateZombie:
+		return fmt.Sprintf("pid %d, a zombie", pid)
+	case p.State == StateAbsent:
+		return fmt.Sprintf("pid %d, not running", pid)
+	}
+	return fmt.Sprintf("pid %d, state unknown", pid)
+}
+
+func modeWord(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	return err.Error()
+}
+
+func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+
+// quoteName keeps a file name on one line and free of control characters
+// when it is spliced into a reason.
+func quoteName(s string) string {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\uFFFD' {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}
