@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -26,11 +27,17 @@ With no PATH, the colon-separated $LOCKCTL_PATH is used; if that is unset,
 the standard places that exist: /run/lock, /var/lock, $XDG_RUNTIME_DIR and
 the agmsg team directories under the home directory.
 
-Exit status: 0 when no lock needs attention, 1 when a lock has a verdict in
-the fail set (--fail-on), 2 on a usage error or a PATH that cannot be read.`,
+With --fix, gone locks are removed and abandoned breaks finished, each by a
+claim-first rename bound to the holder that was judged (docs/fix-protocol.md).
+Nothing else is ever touched.
+
+Exit status: 0 when no lock needs attention (after --fix, when none still
+does), 1 when a lock has a verdict in the fail set (--fail-on), 2 on a usage
+error or a PATH that cannot be read.`,
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
+			&cli.BoolFlag{Name: "fix", Usage: "remove gone locks and finish abandoned breaks, each bound to the holder judged; touches nothing else"},
 			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
 		},
@@ -147,6 +154,17 @@ func doctorAction(c *cli.Context) error {
 			warn(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)))
 		}
 	}
+	if c.Bool("fix") {
+		fixer := fix.New(rep.Host)
+		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
+		for _, res := range rep.Results {
+			o := fixer.Fix(res)
+			rep.Outcomes[res.Lock] = o
+			if o.Conflict != "" {
+				fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
+			}
+		}
+	}
 	rep.Sort()
 
 	out := c.App.Writer
@@ -158,7 +176,7 @@ func doctorAction(c *cli.Context) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
 	}
-	if n := rep.Counts()[verdict.Gone]; n > 0 && !c.Bool("json") {
+	if n := rep.Counts()[verdict.Gone]; n > 0 && !c.Bool("json") && !c.Bool("fix") {
 		fmt.Fprintf(stderr, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
 	}
 	switch {

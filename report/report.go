@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -29,6 +31,17 @@ type Report struct {
 	Errors []string
 	// Fail is the set of verdicts that need attention.
 	Fail map[verdict.Verdict]bool
+	// Outcomes, set by doctor --fix, say what was done to each lock.
+	Outcomes map[*scan.Lock]fix.Outcome
+}
+
+// Actions counts the outcomes of a --fix run, every action present.
+func (r *Report) Actions() map[fix.Action]int {
+	c := map[fix.Action]int{fix.Removed: 0, fix.Restored: 0, fix.Kept: 0, fix.Skipped: 0}
+	for _, o := range r.Outcomes {
+		c[o.Action]++
+	}
+	return c
 }
 
 // Counts returns how many locks got each verdict, every verdict present.
@@ -44,8 +57,12 @@ func (r *Report) Counts() map[verdict.Verdict]int {
 }
 
 // NeedsAttention reports whether any lock has a verdict in the fail set.
+// A lock that --fix removed or restored no longer does.
 func (r *Report) NeedsAttention() bool {
 	for _, res := range r.Results {
+		if o, ok := r.Outcomes[res.Lock]; ok && (o.Action == fix.Removed || o.Action == fix.Restored) {
+			continue
+		}
 		if r.Fail[res.Verdict] {
 			return true
 		}
@@ -80,6 +97,7 @@ type jsonDoc struct {
 	Time    string                  `json:"time"`
 	Locks   []jsonLock              `json:"locks"`
 	Counts  map[verdict.Verdict]int `json:"counts"`
+	Actions map[fix.Action]int      `json:"actions,omitempty"`
 	Errors  []string                `json:"errors"`
 }
 
@@ -95,6 +113,10 @@ type jsonLock struct {
 	Remove     []string    `json:"remove"`
 	Caveat     string      `json:"caveat,omitempty"`
 	Notes      []string    `json:"notes,omitempty"`
+	// Set by --fix only.
+	Action       string `json:"action,omitempty"`
+	ActionReason string `json:"action_reason,omitempty"`
+	Conflict     string `json:"conflict,omitempty"`
 }
 
 type jsonHolder struct {
@@ -125,8 +147,15 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Counts:  r.Counts(),
 		Errors:  append([]string{}, r.Errors...),
 	}
+	if r.Outcomes != nil {
+		doc.Actions = r.Actions()
+	}
 	for _, res := range r.Results {
-		doc.Locks = append(doc.Locks, lockJSON(r.Now, res))
+		j := lockJSON(r.Now, res)
+		if o, ok := r.Outcomes[res.Lock]; ok {
+			j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
+		}
+		doc.Locks = append(doc.Locks, j)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -190,7 +219,8 @@ func NewStyles(w io.Writer) Styles {
 func WriteText(w io.Writer, r *Report, st Styles) error {
 	var b strings.Builder
 	for _, res := range r.Results {
-		writeLock(&b, r.Now, res, st)
+		o, fixed := r.Outcomes[res.Lock]
+		writeLock(&b, r.Now, res, st, o, fixed)
 	}
 	b.WriteString(Summary(r))
 	b.WriteString("\n")
@@ -200,7 +230,7 @@ func WriteText(w io.Writer, r *Report, st Styles) error {
 
 func render(s lipgloss.Style, text string) string { return s.Render(text) }
 
-func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles) {
+func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles, o fix.Outcome, fixed bool) {
 	l := res.Lock
 	word := fmt.Sprintf("%-9s", strings.ToUpper(string(res.Verdict)))
 	fmt.Fprintf(b, "%s %s\n", render(st.verdict[res.Verdict], word), render(st.path, ShellQuote(l.Path)))
@@ -229,12 +259,17 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles)
 		}
 		line("holder", hs)
 	}
-	for i, c := range Commands(res.Remove) {
-		label := ""
-		if i == 0 {
-			label = "remove"
+	if fixed {
+		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))
+	}
+	if !fixed || (o.Action != fix.Removed && o.Action != fix.Restored) {
+		for i, c := range Commands(res.Remove) {
+			label := ""
+			if i == 0 {
+				label = "remove"
+			}
+			line(label, c)
 		}
-		line(label, c)
 	}
 	if res.Caveat != "" {
 		line("caveat", Clean(res.Caveat))
@@ -261,7 +296,12 @@ func Summary(r *Report) string {
 	if len(r.Results) == 1 {
 		noun = "lock"
 	}
-	return fmt.Sprintf("%d %s: %s", len(r.Results), noun, strings.Join(parts, ", "))
+	out := fmt.Sprintf("%d %s: %s", len(r.Results), noun, strings.Join(parts, ", "))
+	if r.Outcomes != nil {
+		a := r.Actions()
+		out += fmt.Sprintf("\nfix: %d removed, %d restored, %d kept, %d skipped", a[fix.Removed], a[fix.Restored], a[fix.Kept], a[fix.Skipped])
+	}
+	return out
 }
 
 // Age renders a duration the way an operator reads it: 45s, 12m, 3h20m, 4d2h.

@@ -381,6 +381,11 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 		if c.Record.Err == nil {
 			c.Record.Holder, c.Record.Err = parseClaimed(c.Record.Raw, tok)
 		}
+		if c.Kind == ClaimHolder && c.By == 0 && c.Record.Holder != nil {
+			// A holder file left without its lock: the process that should
+			// have removed it is the holder itself.
+			c.By = c.Record.Holder.Pid
+		}
 		l.Claims = append(l.Claims, c)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -284,4 +286,34 @@ func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
 		return pathErr(op, dirPath, name, err)
 	}
 	return nil
+}
+
+// OpenDirNoFollow opens the absolute directory path one component at a time
+// from "/", refusing a symbolic link at every step, so a link swapped into
+// the path since it was walked cannot redirect what happens inside it.
+func OpenDirNoFollow(path string) (int, error) {
+	if !strings.HasPrefix(path, "/") {
+		return -1, pathErr("open", path, "", unix.EINVAL)
+	}
+	fd, err := OpenRoot("/")
+	if err != nil {
+		return -1, err
+	}
+	cur := "/"
+	for _, c := range strings.Split(path, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, pathErr("open", path, "", unix.EINVAL)
+		}
+		next, err := OpenDirAt(fd, cur, c)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd, cur = next, filepath.Join(cur, c)
+	}
+	return fd, nil
 }

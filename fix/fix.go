@@ -1,0 +1,419 @@
+// Package fix removes locks whose holder is provably gone, and finishes
+// breaks and releases that were abandoned, each removal bound to the holder
+// that was judged.
+//
+// The protocol, for every lock, is claim → verify → judge → remove:
+//
+//  1. Claim: rename the holder record (or the lock file itself) to a claim
+//     name of our own, never replacing anything. Exactly one of any number of
+//     racing sweepers can rename a given file; the others find it gone.
+//  2. Verify: the claimed file must be the very inode, holding the very
+//     bytes, that were judged. If the lock changed hands between the
+//     judgement and the claim, the file we renamed is not the file we read.
+//  3. Judge again, asking the kernel afresh, the claimed record: its holder
+//     must still be gone.
+//  4. Remove the lock, then the claim.
+//
+// Any failure after the claim puts the record back with
+// renameat2(RENAME_NOREPLACE), never a plain rename, so a record cannot be
+// restored over a new owner's. If something new already stands there, the
+// claim is kept, named in the outcome, and never deleted.
+//
+// Every step works relative to directory descriptors opened without
+// following symbolic links, so a link swapped into a path cannot redirect a
+// removal out of the registry. docs/fix-protocol.md has the argument and the
+// risks this does not close.
+package fix
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
+	"golang.org/x/sys/unix"
+)
+
+// Action is what --fix did to one lock.
+type Action string
+
+// The actions.
+const (
+	Removed  Action = "removed"  // the lock (or an abandoned claim) was removed
+	Restored Action = "restored" // an abandoned claim of a live record was put back
+	Kept     Action = "kept"     // eligible, but a check failed and it was left as it was
+	Skipped  Action = "skipped"  // not eligible, or another process dealt with it first
+)
+
+// Outcome is what happened to one lock.
+type Outcome struct {
+	Action Action
+	Reason string
+	// Conflict names a claim file that holds a record which could not be put
+	// back because something new stands in its place. It is never deleted.
+	Conflict string
+}
+
+// Step names the points between the steps of the protocol. Tests use them
+// (through Fixer.Hook) to change the world at exactly that point.
+type Step string
+
+// The points at which Hook is called.
+const (
+	BeforeClaim  Step = "claim"  // judged; nothing touched yet
+	BeforeVerify Step = "verify" // claimed; not yet verified
+	BeforeJudge  Step = "judge"  // verified; not yet judged again
+	BeforeRemove Step = "remove" // judged again; not yet removed
+)
+
+// Fixer sweeps judged locks.
+type Fixer struct {
+	// Judge judges claimed records again. Its probe must not cache: the
+	// second judgement is a new question to the kernel.
+	Judge *verdict.Judge
+	// Pid is this process's pid, written into claim names so that other
+	// sweepers can tell a claim under way from an abandoned one.
+	Pid int
+	// Hook, when set, is called at each Step. Tests only.
+	Hook func(Step, *scan.Lock)
+}
+
+// New returns a Fixer that asks the kernel directly.
+func New(host verdict.Host) *Fixer {
+	return &Fixer{Judge: &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}, Pid: os.Getpid()}
+}
+
+func (f *Fixer) hook(s Step, l *scan.Lock) {
+	if f.Hook != nil {
+		f.Hook(s, l)
+	}
+}
+
+func kept(format string, args ...any) Outcome {
+	return Outcome{Action: Kept, Reason: fmt.Sprintf(format, args...)}
+}
+
+func skipped(format string, args ...any) Outcome {
+	return Outcome{Action: Skipped, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Fix acts on one judged lock: it sweeps a gone lock, finishes or restores
+// an abandoned claim, and leaves everything else alone. It is safe to run
+// concurrently with other Fixers and with live acquirers over the same
+// registry: each lock is removed at most once, and a lock that changed hands
+// since res was judged is left with its new owner.
+func (f *Fixer) Fix(res verdict.Result) Outcome {
+	switch {
+	case res.Verdict == verdict.Gone:
+		return f.sweep(res)
+	case res.Verdict == verdict.Claimed && len(res.Remove) > 0:
+		return f.finish(res)
+	case res.Verdict == verdict.Claimed:
+		return skipped("the claim is under way or cannot be resolved safely")
+	}
+	return skipped("--fix removes only gone locks and abandoned claims; this one is %s", res.Verdict)
+}
+
+// same reports whether cur is still the entry that was judged: the same
+// inode and, where the file system records it, the same birth time, so an
+// inode number reused by a new lock does not pass for the old one.
+func same(judged, cur fsx.Stat) bool {
+	return judged.SameFile(cur) && judged.Btime.Equal(cur.Btime) &&
+		judged.Mode.Type() == cur.Mode.Type()
+}
+
+func (f *Fixer) claimName(l *scan.Lock, token string) string {
+	if token != "" {
+		return fmt.Sprintf("%s.dead.%s.%d", l.Name, token, f.Pid)
+	}
+	return fmt.Sprintf("%s.dead.%d.%d", l.Name, f.Pid, rand.Uint32())
+}
+
+// place is a directory entry: a directory descriptor, its path, a name.
+type place struct {
+	fd   int
+	dir  string
+	name string
+}
+
+func (p place) path() string { return filepath.Join(p.dir, p.name) }
+
+func (f *Fixer) sweep(res verdict.Result) Outcome {
+	l := res.Lock
+	if res.Holder != nil && res.Holder.Break == "no" {
+		return kept("the holder asked never to be broken automatically (break no)")
+	}
+	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
+		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
+	}
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		return kept("cannot open the registry directory: %v", err)
+	}
+	defer fsx.Close(dfd)
+	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return skipped("it was already removed by another process")
+	case err != nil:
+		return kept("cannot examine the lock: %v", err)
+	case !same(l.Info, cur):
+		return skipped("the lock was replaced since it was judged; run lockctl doctor again")
+	}
+	judged := l.Holders[0]
+	lockDir := place{dfd, l.Dir, l.Name}
+	claim := func(token string) place { return place{dfd, l.Dir, f.claimName(l, token)} }
+	switch {
+	case l.Kind == scan.KindFile:
+		// The lock file is its own record: claiming it frees the lock.
+		return f.claimJudgeRemove(l, judged, lockDir, claim(""), nil)
+	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryA:
+		from := place{dfd, l.Dir, l.Name + ".holder"}
+		return f.claimJudgeRemove(l, judged, from, claim(""), &lockDir)
+	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryB:
+		if n := len(l.Writers) + len(l.Pending) + len(l.Others); n > 0 {
+			return kept("the lock directory holds %d entries besides its holder record", n)
+		}
+		lfd, err := fsx.OpenDirAt(dfd, l.Dir, l.Name)
+		if err != nil {
+			return kept("cannot open the lock directory: %v", err)
+		}
+		defer fsx.Close(lfd)
+		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !same(l.Info, st) {
+			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
+		}
+		from := place{lfd, l.Path, strings.TrimPrefix(judged.File, l.Name+"/")}
+		return f.claimJudgeRemove(l, judged, from, claim(judged.Holder.Token), &lockDir)
+	}
+	return kept("lockctl does not know how to remove a %s %s lock safely", l.Format, l.Kind)
+}
+
+// claimJudgeRemove runs the protocol on one record: claim it from `from` to
+// c (beside the lock), verify it is what was judged, judge it again, then
+// remove the lock directory (when dir is not nil) and the claim.
+func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place, dir *place) Outcome {
+	rec, out := f.bind(l, judged, from, c)
+	if out != nil {
+		return *out
+	}
+	back := func(format string, args ...any) Outcome { return f.rollback(c, from, fmt.Sprintf(format, args...)) }
+
+	// 3. Judge again. The claimed record must still name a gone holder,
+	// with the kernel asked afresh.
+	f.hook(BeforeJudge, l)
+	again := *l
+	again.Holders = []scan.Record{rec}
+	again.Claims = nil
+	if r := f.Judge.Judge(&again); r.Verdict != verdict.Gone {
+		return back("judged again, the holder is %s (%s)", r.Verdict, r.Reason)
+	}
+
+	// 4. Remove. While we hold the claim no one else can claim this
+	// holder, and for a directory lock nobody can take the lock until the
+	// directory is gone: the directory is removed only if it is still the
+	// one judged, and only if it is empty.
+	f.hook(BeforeRemove, l)
+	if dir != nil {
+		cur, err := fsx.Lstatat(dir.fd, dir.dir, dir.name)
+		if err != nil || !same(l.Info, cur) {
+			return back("the lock directory changed while it was being broken")
+		}
+		if err := fsx.Unlinkat(dir.fd, dir.dir, dir.name, true); err != nil {
+			if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+				return back("the lock directory is no longer empty")
+			}
+			return back("cannot remove the lock directory: %v", err)
+		}
+	}
+	if err := fsx.Unlinkat(c.fd, c.dir, c.name, false); err != nil {
+		return Outcome{Action: Removed, Reason: fmt.Sprintf("%s; but its claim %s could not be removed: %v", goneWhy(rec), c.path(), err)}
+	}
+	return Outcome{Action: Removed, Reason: goneWhy(rec)}
+}
+
+func goneWhy(rec scan.Record) string {
+	if rec.Holder != nil {
+		return fmt.Sprintf("pid %s was gone: claimed its record, checked it, judged it again and removed the lock", rec.Holder.PidText)
+	}
+	return "claimed, checked, judged again and removed"
+}
+
+// bind performs steps 1 and 2: it renames from to claim without replacing
+// anything, then checks that the claimed file is the inode and the bytes
+// that were judged. On success the caller owns the claim and gets the record
+// as it now stands; on failure nothing is left changed (or the outcome says
+// why not).
+func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.Record, *Outcome) {
+	// 1. Claim. Before this rename, the lock may change hands at any time;
+	// after it, no one else can claim this record, and the record we judged
+	// is either ours or gone.
+	f.hook(BeforeClaim, l)
+	err := fsx.RenameNoReplace(from.fd, from.dir, from.name, claim.fd, claim.dir, claim.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o := skipped("another process claimed or released it first")
+		return scan.Record{}, &o
+	case errors.Is(err, fsx.ErrNoReplaceUnsupported):
+		o := kept("this file system cannot rename without replacing (no RENAME_NOREPLACE, e.g. NFS), so lockctl does not sweep here")
+		return scan.Record{}, &o
+	case err != nil:
+		o := kept("cannot claim the record: %v", err)
+		return scan.Record{}, &o
+	}
+	// 2. Verify: the claimed file must be the one judged, byte for byte.
+	// A lock that changed hands between the judgement and the claim fails
+	// here, and its new owner's record goes straight back.
+	f.hook(BeforeVerify, l)
+	data, st, truncated, err := fsx.ReadFileAt(claim.fd, claim.dir, claim.name, scan.MaxRecord)
+	var why string
+	switch {
+	case err != nil:
+		why = fmt.Sprintf("cannot read the claimed record: %v", err)
+	case truncated || !bytes.Equal(data, judged.Raw):
+		why = "the record changed since it was judged (the lock may have changed hands)"
+	case !judged.Info.SameFile(st):
+		why = "the record was replaced since it was judged (the lock may have changed hands)"
+	}
+	if why != "" {
+		o := f.rollback(claim, from, why)
+		return scan.Record{}, &o
+	}
+	rec := judged
+	rec.File, rec.Info = claim.name, st
+	return rec, nil
+}
+
+// rollback puts the claimed record back where it was, never replacing
+// anything that now stands there. If it cannot, the claim stays where it is,
+// named in the outcome as a conflict for a person to resolve.
+func (f *Fixer) rollback(claim, to place, why string) Outcome {
+	err := fsx.RenameNoReplace(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name)
+	if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
+		// link(2) never replaces either, on every file system.
+		if err = fsx.Linkat(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name); err == nil {
+			err = fsx.Unlinkat(claim.fd, claim.dir, claim.name, false)
+		}
+	}
+	if err == nil {
+		return kept("%s; the record was put back", why)
+	}
+	reason := fmt.Sprintf("%s, and the record could not be put back at %s (%v): it is kept in %s; inspect both by hand",
+		why, to.path(), errors.Unwrap(err), claim.path())
+	if errors.Is(err, fs.ErrExist) {
+		reason = fmt.Sprintf("%s, and something new now stands at %s: the claimed record is kept in %s; inspect both by hand",
+			why, to.path(), claim.path())
+	}
+	return Outcome{Action: Kept, Reason: reason, Conflict: claim.path()}
+}
+
+// finish completes an abandoned break, release or publish (a claimed lock
+// whose maker is gone): it restores a claimed record whose holder is alive,
+// or removes the lock and the claim when that holder is gone too.
+func (f *Fixer) finish(res verdict.Result) Outcome {
+	l := res.Lock
+	var c *scan.Claim
+	var step verdict.Step
+	for _, s := range res.Remove {
+		if s.Op == verdict.OpRestore || s.Op == verdict.OpRemove {
+			step = s
+		}
+	}
+	for i := range l.Claims {
+		if filepath.Join(l.Dir, l.Claims[i].Record.File) == step.Path {
+			c = &l.Claims[i]
+		}
+	}
+	if c == nil || c.Record.Holder == nil {
+		return kept("cannot tell which side file to resolve")
+	}
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		return kept("cannot open the registry directory: %v", err)
+	}
+	defer fsx.Close(dfd)
+	from := place{dfd, l.Dir, c.Record.File}
+	if step.Op == verdict.OpRestore {
+		return f.restore(l, *c, from, step.To)
+	}
+	// Claim the abandoned claim ourselves, so that of several sweepers only
+	// one finishes it, and so that the lock directory it guards can only be
+	// removed by the one that holds it.
+	claim := place{dfd, l.Dir, f.claimName(l, "")}
+	rec, out := f.bind(l, c.Record, from, claim)
+	if out != nil {
+		return *out
+	}
+	back := func(format string, args ...any) Outcome { return f.rollback(claim, from, fmt.Sprintf(format, args...)) }
+	f.hook(BeforeJudge, l)
+	again := *l
+	again.Holders = nil
+	again.Claims = []scan.Claim{{Kind: c.Kind, By: c.By, Record: rec}}
+	r := f.Judge.Judge(&again)
+	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
+		return back("judged again, it is not an abandoned claim of a gone holder: %s", r.Reason)
+	}
+	f.hook(BeforeRemove, l)
+	if l.Kind == scan.KindDir {
+		cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil || !same(l.Info, cur):
+			return back("the lock directory changed while the claim was being finished")
+		default:
+			if err := fsx.Unlinkat(dfd, l.Dir, l.Name, true); err != nil {
+				return back("cannot remove the lock directory: %v", err)
+			}
+		}
+	}
+	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, false); err != nil {
+		return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s; but %s could not be removed: %v", c.Kind, claim.path(), err)}
+	}
+	return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s: its maker and the holder it claimed are both gone", c.Kind)}
+}
+
+// restore puts an abandoned claim of a live holder's record back at to.
+func (f *Fixer) restore(l *scan.Lock, c scan.Claim, from place, to string) Outcome {
+	dst := place{from.fd, l.Dir, filepath.Base(to)}
+	if filepath.Dir(to) == l.Path {
+		lfd, err := fsx.OpenDirAt(from.fd, l.Dir, l.Name)
+		if err != nil {
+			return kept("cannot open the lock directory: %v", err)
+		}
+		defer fsx.Close(lfd)
+		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !same(l.Info, st) {
+			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
+		}
+		dst = place{lfd, l.Path, filepath.Base(to)}
+	} else if filepath.Dir(to) != l.Dir {
+		return kept("cannot tell where the claimed record belongs")
+	}
+	// The claim must still be the file judged, or it is not ours to move.
+	data, st, _, err := fsx.ReadFileAt(from.fd, from.dir, from.name, scan.MaxRecord)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return skipped("another process resolved the claim first")
+	case err != nil:
+		return kept("cannot read the claim: %v", err)
+	case !st.SameFile(c.Record.Info) || !bytes.Equal(data, c.Record.Raw):
+		return skipped("the claim changed since it was judged; run lockctl doctor again")
+	}
+	f.hook(BeforeRemove, l)
+	err = fsx.RenameNoReplace(from.fd, from.dir, from.name, dst.fd, dst.dir, dst.name)
+	switch {
+	case err == nil:
+		return Outcome{Action: Restored, Reason: fmt.Sprintf("the breaker was gone and pid %s, whose record it claimed, is alive: its record is back at %s", c.Record.Holder.PidText, dst.path())}
+	case errors.Is(err, fs.ErrNotExist):
+		return skipped("another process resolved the claim first")
+	case errors.Is(err, fs.ErrExist):
+		return Outcome{Action: Kept, Conflict: from.path(), Reason: fmt.Sprintf(
+			"the claimed record's holder is alive, but something new stands at %s: the record is kept in %s; inspect both by hand", dst.path(), from.path())}
+	}
+	return kept("cannot put the record back: %v", err)
+}
