@@ -67,6 +67,7 @@ type Step string
 
 // The points at which Hook is called.
 const (
+	BeforeOpen   Step = "open"   // judged; the registry directory not yet reopened
 	BeforeClaim  Step = "claim"  // judged; nothing touched yet
 	BeforeVerify Step = "verify" // claimed; not yet verified
 	BeforeJudge  Step = "judge"  // verified; not yet judged again
@@ -153,6 +154,7 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
 		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
 	}
+	f.hook(BeforeOpen, l)
 	dfd, err := fsx.OpenDirNoFollow(l.Dir)
 	if err != nil {
 		return kept("cannot open the registry directory: %v", err)
@@ -333,6 +335,7 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 	if c == nil || c.Record.Holder == nil {
 		return kept("cannot tell which side file to resolve")
 	}
+	f.hook(BeforeOpen, l)
 	dfd, err := fsx.OpenDirNoFollow(l.Dir)
 	if err != nil {
 		return kept("cannot open the registry directory: %v", err)
