@@ -110,5 +110,7 @@ func (h Host) Started(ticks uint64) time.Time {
 	if h.BootTime.IsZero() || h.Ticks <= 0 {
 		return time.Time{}
 	}
-	return h.BootTime.Add(time.Duration(ticks) * time.Second / time.Duration(h.Ticks))
+	// Whole seconds first: ticks*time.Second overflows after ~3 years up.
+	t := uint64(h.Ticks)
+	return h.BootTime.Add(time.Duration(ticks/t)*time.Second + time.Duration(ticks%t)*time.Second/time.Duration(t))
 }

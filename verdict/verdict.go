@@ -139,8 +139,10 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	if best == nil {
 		return j.noRecord(r)
 	}
-	if best.v == Gone {
-		if jd, held := j.writers(l); held {
+	if best.v != Live {
+		// Writer evidence outweighs a record that is gone or unusable: a
+		// running writer still works under the lock.
+		if jd, held := j.writers(l); held && best.moreHeld(jd) {
 			best = &jd
 		}
 	}
@@ -240,13 +242,16 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) ju
 		jd.started = j.Host.Started(p.Start)
 	}
 	switch p.State {
-	case StateAbsent:
+	case StateAbsent, StateZombie:
 		if format == scan.FormatRegistryB && h.Scope == "" {
+			// The writer could not tell where it was: a pid that is absent
+			// (or a zombie) here may name a process in another namespace.
 			return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
 		}
+		if p.State == StateZombie {
+			return out(Gone, "pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm)
+		}
 		return out(Gone, "pid %d is not running", pid)
-	case StateZombie:
-		return out(Gone, "pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm)
 	case StateRunning:
 	default:
 		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
@@ -306,13 +311,17 @@ func (j *Judge) writers(l *scan.Lock) (judged, bool) {
 // noRecord judges a lock that exists but has no holder record at all.
 func (j *Judge) noRecord(r Result) Result {
 	l := r.Lock
-	for _, c := range l.Claims {
-		if c.Kind == scan.ClaimBreak || c.Kind == scan.ClaimRelease {
-			return j.claimed(r)
-		}
-	}
 	if jd, held := j.writers(l); held {
 		return r.set(jd)
+	}
+	for _, c := range l.Claims {
+		if c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease {
+			continue
+		}
+		if belongs(l, c) {
+			return j.claimed(r)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%s is older than the lock directory, so it belongs to an earlier lock, not this one", j.sideNote(c)))
 	}
 	for _, c := range l.Claims {
 		if c.Kind != scan.ClaimPublish {
@@ -383,7 +392,7 @@ func (j *Judge) claimed(r Result) Result {
 	l := r.Lock
 	var claims []scan.Claim
 	for _, c := range l.Claims {
-		if l.Kind != scan.KindMissing && c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease {
+		if l.Kind != scan.KindMissing && (c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease || !belongs(l, c)) {
 			continue
 		}
 		claims = append(claims, c)
@@ -441,6 +450,15 @@ func (j *Judge) claimed(r Result) Result {
 		r.Reason += "; the lock was removed while its holder runs, so that holder may believe it still holds the lock"
 	}
 	return r
+}
+
+// belongs reports whether claim c can be about lock directory l. A claim
+// holds a record written after its lock directory was made; one older than
+// the directory was left by a break or release of an earlier lock at this
+// path (whose directory is long gone), and finishing it would remove a
+// directory made since by someone else.
+func belongs(l *scan.Lock, c scan.Claim) bool {
+	return l.Kind != scan.KindDir || !c.Record.Info.Mtime.Before(l.Info.Created())
 }
 
 // restoreTarget is where a claimed record goes back to, or "" if it cannot.
