@@ -39,6 +39,7 @@ const (
 	FormatNoPid        Format = "no-pid"       // "0": written without an owner
 	FormatEmpty        Format = "empty"        // empty file, or empty dir with no holder file
 	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
+	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -107,6 +108,17 @@ type Holder struct {
 	HasStart bool
 	BootID   string
 	PidNS    string
+	// Also are further processes that hold the lock together with Pid
+	// (lockctl run records itself and the command it runs), each fenced by
+	// its own start time. The lock is held while any of them runs.
+	Also []Identity
+}
+
+// Identity is one process, named for the life of a boot: a pid and its
+// start time in clock ticks.
+type Identity struct {
+	Pid   int64
+	Start uint64
 }
 
 // ClaimKind says what a side file beside a lock is doing there.

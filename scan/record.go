@@ -187,7 +187,9 @@ func ParseRegistryB(b []byte, nameToken string) (*Holder, error) {
 	if !ok {
 		return nil, malformed(f, "the token is not <pid>.<hex>.<attempt>")
 	}
-	if tpid != h.Pid {
+	// Compare the digits, not the numbers: two pids too large for int64
+	// both clamp to MaxInt64 and would compare equal.
+	if tpid != h.Pid || strings.TrimLeft(strings.SplitN(h.Token, ".", 2)[0], "0") != strings.TrimLeft(h.PidText, "0") {
 		return nil, malformed(f, "the token names another pid than the record")
 	}
 	if nameToken != "" && nameToken != h.Token {
@@ -265,7 +267,7 @@ func parseKeyValue(body string) (Format, *Holder, error) {
 		k = strings.ToLower(strings.TrimSpace(k))
 		v = strings.TrimSpace(v)
 		if seen[k] {
-			return f, nil, malformed(f, "key %q appears twice", k)
+			return f, nil, malformed(f, "line %d repeats a key", i+1)
 		}
 		seen[k] = true
 		switch k {
@@ -311,4 +313,61 @@ func parseClaimed(b []byte, token string) (*Holder, error) {
 		return nil, malformed(f, "the claimed record names no owner")
 	}
 	return h, nil
+}
+
+// LockctlMagic is the first line of lockctl's own record, with its version.
+const LockctlMagic = "lockctl-lock 1"
+
+// ParseLockctl parses lockctl's own holder record (docs/format.md): the
+// versioned first line, then token, pid, start, boot, pidns, host, command
+// and acquired, in that order, then zero or more "also <pid> <start>" lines.
+// The token is <pid>.<32 lowercase hex>.<n> and its pid must be the record's.
+func ParseLockctl(b []byte) (*Holder, error) {
+	const f = FormatLockctl
+	ls, err := lines(f, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(ls) < 9 {
+		return nil, malformed(f, "%d lines, want at least 9", len(ls))
+	}
+	if ls[0] != LockctlMagic {
+		return nil, malformed(f, "the first line is not %q", LockctlMagic)
+	}
+	keys := []string{"token", "pid", "start", "boot", "pidns", "host", "command", "acquired"}
+	v := make([]string, len(keys))
+	for i, key := range keys {
+		if v[i], err = field(f, ls[i+1], key, i+2); err != nil {
+			return nil, err
+		}
+	}
+	h := Holder{Token: v[0], PidText: v[1], BootID: v[3], PidNS: v[4], Host: v[5], Command: v[6]}
+	var ok bool
+	if h.Pid, ok = parsePid(h.PidText); !ok {
+		return nil, malformed(f, "the pid is not a number")
+	}
+	if tpid, ok := ParseBToken(h.Token); !ok || tpid != h.Pid || strings.SplitN(h.Token, ".", 2)[0] != h.PidText {
+		return nil, malformed(f, "the token is not <pid>.<hex>.<n> for the record's pid")
+	}
+	if h.Start, err = strconv.ParseUint(v[2], 10, 64); err != nil || !isDigits(v[2]) {
+		return nil, malformed(f, "the start time is not a number")
+	}
+	h.HasStart = true
+	if h.BootID == "" || h.PidNS == "" || h.Host == "" {
+		return nil, malformed(f, "boot, pidns and host must not be empty")
+	}
+	if h.Since, err = time.Parse(time.RFC3339Nano, v[7]); err != nil {
+		return nil, malformed(f, "the acquired time is not RFC 3339")
+	}
+	for i, l := range ls[9:] {
+		rest, ok := strings.CutPrefix(l, "also ")
+		pid, start, ok2 := strings.Cut(rest, " ")
+		p, ok3 := parsePid(pid)
+		st, err := strconv.ParseUint(start, 10, 64)
+		if !ok || !ok2 || !ok3 || err != nil || !isDigits(start) {
+			return nil, malformed(f, "line %d is not \"also <pid> <start>\"", i+10)
+		}
+		h.Also = append(h.Also, Identity{Pid: p, Start: st})
+	}
+	return &h, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/lockctl/lockctl/internal/fsx"
 	"golang.org/x/sys/unix"
@@ -70,7 +71,7 @@ func ResolveRoot(p string, m Matcher) (Root, error) {
 	}
 	r := Root{Given: p, Path: real}
 	r.Lock = !fi.IsDir() || m.IsLock(filepath.Base(real))
-	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		r.dev, r.ino = uint64(st.Dev), st.Ino
 	}
 	return r, nil
@@ -144,12 +145,14 @@ func (w *Walker) Walk(r Root) error {
 type devIno struct{ dev, ino uint64 }
 
 func escapeGlob(s string) string {
+	// Byte by byte: ranging over runes would turn an invalid UTF-8 byte
+	// into U+FFFD and the pattern would no longer match the name.
 	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[\`, c) {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`*?[\`, s[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(c)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }
@@ -310,8 +313,17 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 		l.Err = err
 		return sides
 	}
+	lockctl := false
 	for _, e := range ents {
 		switch {
+		case e.Name == "holder":
+			// lockctl's own record.
+			r := readRecord(dfd, l.Path, e.Name, l.Name+"/"+e.Name)
+			if r.Err == nil {
+				r.Holder, r.Err = ParseLockctl(r.Raw)
+			}
+			l.Holders = append(l.Holders, r)
+			lockctl = true
 		case strings.HasPrefix(e.Name, "holder."):
 			tok := strings.TrimPrefix(e.Name, "holder.")
 			r := Record{File: l.Name + "/" + e.Name}
@@ -343,6 +355,9 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 		}
 	}
 	switch {
+	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
+		l.Format = FormatLockctl
+		return sides
 	case len(l.Holders) > 0:
 		l.Format = FormatRegistryB
 		return sides

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,10 +234,32 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) ju
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
 		return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
 	}
-	if h.Pid <= 0 || h.Pid > j.Host.PidMax {
-		return out(Unknown, "pid %s is out of range (1 to %d), so it proves nothing", h.PidText, j.Host.PidMax)
+	jd = j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, format, written)
+	// Processes recorded together with the holder hold the lock with it.
+	for _, a := range h.Also {
+		if jd.v == Live {
+			break
+		}
+		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, format, written); jd.moreHeld(also) {
+			also.reason = "the holder is gone, but " + also.reason + " (recorded with it)"
+			jd = also
+		}
 	}
-	pid := int(h.Pid)
+	return jd
+}
+
+// process judges one recorded process of record h: pid (as written, pidText),
+// with its start time when the record fences it.
+func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint64, fenced bool, format scan.Format, written time.Time) judged {
+	jd := judged{holder: h}
+	out := func(v Verdict, format string, args ...any) judged {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd
+	}
+	if pid64 <= 0 || pid64 > j.Host.PidMax {
+		return out(Unknown, "pid %s is out of range (1 to %d), so it proves nothing", pidText, j.Host.PidMax)
+	}
+	pid := int(pid64)
 	p := j.Probe.Probe(pid)
 	if p.HasStart {
 		jd.started = j.Host.Started(p.Start)
@@ -256,12 +279,12 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) ju
 	default:
 		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
 	}
-	if h.HasStart {
+	if fenced {
 		if !p.HasStart {
 			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
 		}
-		if p.Start != h.Start {
-			return out(Gone, "pid %d is running but started at tick %d, not the recorded %d: it is another process", pid, p.Start, h.Start)
+		if p.Start != start {
+			return out(Gone, "pid %d is running but started at tick %d, not the recorded %d: it is another process", pid, p.Start, start)
 		}
 		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
 	}
