@@ -122,14 +122,6 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 	return skipped("--fix removes only gone locks and abandoned claims; this one is %s", res.Verdict)
 }
 
-// same reports whether cur is still the entry that was judged: the same
-// inode and, where the file system records it, the same birth time, so an
-// inode number reused by a new lock does not pass for the old one.
-func same(judged, cur fsx.Stat) bool {
-	return judged.SameFile(cur) && judged.Btime.Equal(cur.Btime) &&
-		judged.Mode.Type() == cur.Mode.Type()
-}
-
 func (f *Fixer) claimName(l *scan.Lock, token string) string {
 	if token != "" {
 		return fmt.Sprintf("%s.dead.%s.%d", l.Name, token, f.Pid)
@@ -166,7 +158,7 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 		return skipped("it was already removed by another process")
 	case err != nil:
 		return kept("cannot examine the lock: %v", err)
-	case !same(l.Info, cur):
+	case !l.Info.Same(cur):
 		return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 	}
 	judged := l.Holders[0]
@@ -179,7 +171,7 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryA:
 		from := place{dfd, l.Dir, l.Name + ".holder"}
 		return f.claimJudgeRemove(l, judged, from, claim(""), &lockDir)
-	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryB:
+	case l.Kind == scan.KindDir && (l.Format == scan.FormatRegistryB || l.Format == scan.FormatLockctl):
 		if n := len(l.Writers) + len(l.Pending) + len(l.Others); n > 0 {
 			return kept("the lock directory holds %d entries besides its holder record", n)
 		}
@@ -188,7 +180,7 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 			return kept("cannot open the lock directory: %v", err)
 		}
 		defer fsx.Close(lfd)
-		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !same(l.Info, st) {
+		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.Info.Same(st) {
 			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 		}
 		from := place{lfd, l.Path, strings.TrimPrefix(judged.File, l.Name+"/")}
@@ -224,7 +216,7 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 	f.hook(BeforeRemove, l)
 	if dir != nil {
 		cur, err := fsx.Lstatat(dir.fd, dir.dir, dir.name)
-		if err != nil || !same(l.Info, cur) {
+		if err != nil || !l.Info.Same(cur) {
 			return back("the lock directory changed while it was being broken")
 		}
 		if err := fsx.Unlinkat(dir.fd, dir.dir, dir.name, true); err != nil {
@@ -342,6 +334,16 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 	}
 	defer fsx.Close(dfd)
 	from := place{dfd, l.Dir, c.Record.File}
+	var sub *place // the directory an unpublished record was built in
+	if d := filepath.Dir(c.Record.File); d != "." {
+		sfd, err := fsx.OpenDirAt(dfd, l.Dir, d)
+		if err != nil {
+			return kept("cannot open %s: %v", filepath.Join(l.Dir, d), err)
+		}
+		defer fsx.Close(sfd)
+		from = place{sfd, filepath.Join(l.Dir, d), filepath.Base(c.Record.File)}
+		sub = &place{dfd, l.Dir, d}
+	}
 	if step.Op == verdict.OpRestore {
 		return f.restore(l, *c, from, step.To)
 	}
@@ -363,11 +365,11 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 		return back("judged again, it is not an abandoned claim of a gone holder: %s", r.Reason)
 	}
 	f.hook(BeforeRemove, l)
-	if l.Kind == scan.KindDir {
+	if removesLock(res, l) {
 		cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-		case err != nil || !same(l.Info, cur):
+		case err != nil || !l.Info.Same(cur):
 			return back("the lock directory changed while the claim was being finished")
 		default:
 			if err := fsx.Unlinkat(dfd, l.Dir, l.Name, true); err != nil {
@@ -378,7 +380,24 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, false); err != nil {
 		return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s; but %s could not be removed: %v", c.Kind, claim.path(), err)}
 	}
+	if sub != nil {
+		if err := fsx.Unlinkat(sub.fd, sub.dir, sub.name, true); err != nil {
+			return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s; but %s could not be removed: %v", c.Kind, sub.path(), err)}
+		}
+	}
 	return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s: its maker and the holder it claimed are both gone", c.Kind)}
+}
+
+// removesLock reports whether the judged remedy removes the lock directory
+// itself (an abandoned break does; an abandoned publish beside a lock that
+// someone else holds does not).
+func removesLock(res verdict.Result, l *scan.Lock) bool {
+	for _, s := range res.Remove {
+		if s.Op == verdict.OpRmdir && s.Path == l.Path {
+			return true
+		}
+	}
+	return false
 }
 
 // restore puts an abandoned claim of a live holder's record back at to.
@@ -390,7 +409,7 @@ func (f *Fixer) restore(l *scan.Lock, c scan.Claim, from place, to string) Outco
 			return kept("cannot open the lock directory: %v", err)
 		}
 		defer fsx.Close(lfd)
-		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !same(l.Info, st) {
+		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.Info.Same(st) {
 			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 		}
 		dst = place{lfd, l.Path, filepath.Base(to)}

@@ -296,6 +296,9 @@ func parseKeyValue(body string) (Format, *Holder, error) {
 // parseClaimed reads the record a side file holds. token, when known from
 // the side file's name, selects generation B. The content decides otherwise.
 func parseClaimed(b []byte, token string) (*Holder, error) {
+	if bytes.HasPrefix(b, []byte(LockctlMagic+"\n")) {
+		return ParseLockctl(b)
+	}
 	if bytes.HasPrefix(b, []byte("token ")) {
 		if token != "" {
 			return ParseRegistryB(b, token)

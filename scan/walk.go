@@ -102,31 +102,14 @@ func (w *Walker) Walk(r Root) error {
 			return err
 		}
 		defer fsx.Close(fd)
-		ents, err := fsx.ReadDir(fd, dir)
+		l, err := w.named(fd, dir, name)
 		if err != nil {
 			return err
 		}
-		// The operator named this lock: it is a lock whatever its name, and
-		// its side files are the names that extend it.
-		m := Matcher{globs: []string{escapeGlob(name)}}
-		var sides []side
-		found := false
-		for _, e := range ents {
-			if e.Name == name {
-				found = true
-			} else if s, ok := m.side(e.Name); ok {
-				sides = append(sides, s)
-			}
-		}
-		if found {
-			if l := w.read(fd, dir, name, sides); l != nil {
-				w.Found(l)
-			}
-		} else if len(sides) > 0 {
-			w.Found(w.orphan(fd, dir, name, sides))
-		} else {
+		if l == nil {
 			return &fs.PathError{Op: "stat", Path: r.Path, Err: fs.ErrNotExist}
 		}
+		w.Found(l)
 		return nil
 	}
 	fd, err := fsx.OpenRoot(r.Path)
@@ -140,6 +123,45 @@ func (w *Walker) Walk(r Root) error {
 	}
 	w.dir(fd, r.Path, 0, []devIno{{st.Dev, st.Ino}})
 	return nil
+}
+
+// named reads the lock name in the directory open at fd, whatever its name,
+// with the side files that extend its name. It returns nil if neither the
+// lock nor any side file exists.
+func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
+	ents, err := fsx.ReadDir(fd, dir)
+	if err != nil {
+		return nil, err
+	}
+	m := Matcher{globs: []string{escapeGlob(name)}}
+	var sides []side
+	found := false
+	for _, e := range ents {
+		if e.Name == name {
+			found = true
+		} else if s, ok := m.side(e.Name); ok {
+			sides = append(sides, s)
+		}
+	}
+	switch {
+	case found:
+		return w.read(fd, dir, name, sides), nil
+	case len(sides) > 0:
+		return w.orphan(fd, dir, name, sides), nil
+	}
+	return nil, nil
+}
+
+// ReadOne reads the lock name in the directory dir, opened without
+// following a symbolic link anywhere in its path, with its side files. It
+// returns nil, nil when nothing by that name (or extending it) exists.
+func ReadOne(dir, name string) (*Lock, error) {
+	fd, err := fsx.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer fsx.Close(fd)
+	return (&Walker{}).named(fd, dir, name)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -390,6 +412,11 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 		c := Claim{Kind: s.kind, By: by, Record: Record{File: s.name}}
 		if i < maxSideFiles {
 			c.Record = readRecord(fd, l.Dir, s.name, s.name)
+			if errors.Is(c.Record.Err, fsx.ErrNotRegular) && c.Record.Info.Mode.IsDir() {
+				// lockctl builds its record in a directory beside the lock
+				// (<lock>.pub.<token>/holder) before publishing it.
+				c.Record = readSideDir(fd, l.Dir, s.name)
+			}
 		} else {
 			c.Record.Err = fmt.Errorf("not read: more than %d side files", maxSideFiles)
 		}
@@ -403,6 +430,16 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 		}
 		l.Claims = append(l.Claims, c)
 	}
+}
+
+// readSideDir reads the record inside a side directory.
+func readSideDir(fd int, dir, name string) Record {
+	sfd, err := fsx.OpenDirAt(fd, dir, name)
+	if err != nil {
+		return Record{File: name, Err: err}
+	}
+	defer fsx.Close(sfd)
+	return readRecord(sfd, filepath.Join(dir, name), "holder", name+"/holder")
 }
 
 // orphan makes a Lock for side files whose lock no longer exists: an
@@ -424,6 +461,8 @@ func (r Record) Format() Format {
 	switch {
 	case r.Holder == nil:
 		return FormatUnrecognized
+	case strings.HasPrefix(string(r.Raw), LockctlMagic+"\n"):
+		return FormatLockctl
 	case strings.HasPrefix(string(r.Raw), "token "):
 		if _, ok := ParseBToken(r.Holder.Token); ok {
 			return FormatRegistryB

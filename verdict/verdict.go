@@ -459,10 +459,15 @@ func (j *Judge) claimed(r Result) Result {
 	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
 	switch {
 	case rec.v == Gone:
-		if l.Kind == scan.KindDir {
+		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish {
 			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
 		}
 		r.Remove = append(r.Remove, Step{Op: OpRemove, Path: claimPath})
+		if sub := filepath.Dir(c.Record.File); sub != "." {
+			// A record that was never published, in the directory it
+			// was built in (<lock>.pub.<token>/holder).
+			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
 	case rec.v == Live && c.Kind == scan.ClaimBreak:
 		if to := restoreTarget(l, c); to != "" {
 			r.Remove = []Step{{Op: OpRestore, Path: claimPath, To: to}}
@@ -494,6 +499,10 @@ func restoreTarget(l *scan.Lock, c scan.Claim) string {
 	case scan.FormatRegistryB:
 		if l.Kind == scan.KindDir && c.Record.Holder != nil {
 			return filepath.Join(l.Path, "holder."+c.Record.Holder.Token)
+		}
+	case scan.FormatLockctl:
+		if l.Kind == scan.KindDir {
+			return filepath.Join(l.Path, "holder")
 		}
 	default:
 		if l.Kind == scan.KindMissing {

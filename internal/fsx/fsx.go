@@ -32,6 +32,13 @@ type Stat struct {
 // SameFile reports whether s and t name the same inode on the same device.
 func (s Stat) SameFile(t Stat) bool { return s.Dev == t.Dev && s.Ino == t.Ino }
 
+// Same reports whether t is still the entry s described: the same inode of
+// the same type and, where the file system records it, the same birth time,
+// so that an inode number reused by a new entry does not pass for the old.
+func (s Stat) Same(t Stat) bool {
+	return s.SameFile(t) && s.Btime.Equal(t.Btime) && s.Mode.Type() == t.Mode.Type()
+}
+
 // Created is the best available estimate of when the entry was made: its
 // birth time where the file system keeps one, otherwise its modification
 // time (which for a directory only ever moves forward from its creation).

@@ -317,3 +317,50 @@ func OpenDirNoFollow(path string) (int, error) {
 	}
 	return fd, nil
 }
+
+// MkdirAt makes the directory name inside dirfd.
+func MkdirAt(dirfd int, dir, name string, mode uint32) error {
+	err := retry(func() error { return unix.Mkdirat(dirfd, name, mode) })
+	if err != nil {
+		return pathErr("mkdir", dir, name, err)
+	}
+	return nil
+}
+
+// CreateAt creates the file name inside dirfd, which must not exist yet,
+// writes data to it, and fsyncs it before closing, so that after a power
+// loss the file holds data or does not exist. It returns the file's Stat.
+func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		return err
+	})
+	if err != nil {
+		return Stat{}, pathErr("create", dir, name, err)
+	}
+	defer unix.Close(fd)
+	for b := data; len(b) > 0; {
+		var n int
+		err = retry(func() (err error) {
+			n, err = unix.Write(fd, b)
+			return err
+		})
+		if err != nil {
+			return Stat{}, pathErr("write", dir, name, err)
+		}
+		b = b[n:]
+	}
+	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
+		return Stat{}, pathErr("fsync", dir, name, err)
+	}
+	return Fstat(fd, filepath.Join(dir, name))
+}
+
+// Fsync flushes fd (a file or a directory) to stable storage.
+func Fsync(fd int, path string) error {
+	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
+		return pathErr("fsync", path, "", err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package lock
+
+import (
+	"fmt"
+
+	"github.com/lockctl/lockctl/scan"
+)
+
+// HeldError ends a wait on a lock whose holder is alive. It names the
+// holder.
+type HeldError struct {
+	Path   string
+	Holder scan.Holder
+	Reason string
+	Err    error // why the wait ended: the context's error
+}
+
+func (e *HeldError) Error() string {
+	h := e.Holder
+	s := fmt.Sprintf("timed out acquiring %s: held by pid %d", e.Path, h.Pid)
+	if h.Command != "" {
+		s += " (" + h.Command + ")"
+	}
+	if h.Host != "" {
+		s += " on " + h.Host
+	}
+	if !h.Since.IsZero() {
+		s += " since " + h.Since.Local().Format("2006-01-02 15:04:05")
+	}
+	return s + ", which is still running"
+}
+
+func (e *HeldError) Unwrap() error { return e.Err }
+
+// OwnerlessError ends a wait on a lock that has no usable owner record, so
+// nothing can tell whether it is held. It is never broken automatically.
+type OwnerlessError struct {
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *OwnerlessError) Error() string {
+	return fmt.Sprintf("timed out acquiring %s: it has no owner record (%s)", e.Path, e.Reason)
+}
+
+func (e *OwnerlessError) Unwrap() error { return e.Err }
+
+// ForeignError ends a wait on a lock recorded on another host or in another
+// pid namespace, which cannot be judged here.
+type ForeignError struct {
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("timed out acquiring %s: %s", e.Path, e.Reason)
+}
+
+func (e *ForeignError) Unwrap() error { return e.Err }
+
+// UnknownError ends a wait on a lock that could not be judged (permission,
+// a pid out of range, a recycled pid, a break under way).
+type UnknownError struct {
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("timed out acquiring %s: cannot tell whether it is held: %s", e.Path, e.Reason)
+}
+
+func (e *UnknownError) Unwrap() error { return e.Err }
+
+// TakenOverError is returned by Release when the record at the lock is no
+// longer the one this holder wrote: the lock was broken and taken by
+// someone else. Nothing was removed.
+type TakenOverError struct {
+	Path   string
+	Reason string
+}
+
+func (e *TakenOverError) Error() string {
+	return fmt.Sprintf("cannot release %s: %s; nothing was removed", e.Path, e.Reason)
+}
+
+// NotHolderError is returned when a process that is not the recorded
+// holder asks to release a lock. Nothing was touched.
+type NotHolderError struct {
+	Path   string
+	Pid    int
+	Holder scan.Holder
+}
+
+func (e *NotHolderError) Error() string {
+	return fmt.Sprintf("refusing to release %s: it is held by pid %d (%s), not by pid %d; nothing was touched",
+		e.Path, e.Holder.Pid, e.Holder.Command, e.Pid)
+}

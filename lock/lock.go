@@ -1,0 +1,406 @@
+// Package lock is a lock on a path that can never be left empty, is fenced
+// by its holder's start time, and is broken automatically only when its
+// holder is provably gone.
+//
+// The lock is a directory holding one record (docs/format.md) that names
+// the holder: pid, start time, boot id, pid namespace and host. Acquire
+// builds that directory complete beside the lock, fsyncs it, and puts it in
+// place with renameat2(RENAME_NOREPLACE): the lock appears with its owner
+// already inside, so no crash can leave an empty lock behind. A lock that is
+// already there is judged exactly as `lockctl doctor` judges it, and broken
+// with the same claim-first sweep as `lockctl doctor --fix`, only when its
+// verdict is gone. Release removes only this holder's own record, checked by
+// inode and bytes.
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
+	"golang.org/x/sys/unix"
+)
+
+// Point names a step of the protocols, for tests that stop or kill a
+// process exactly there (Options.Hook).
+type Point string
+
+// The points at which Options.Hook is called.
+const (
+	Built          Point = "acquire-built"     // record built beside the lock, not yet published
+	Published      Point = "acquire-published" // the lock is ours
+	ReleaseClaimed Point = "release-claimed"   // our record claimed, not yet verified
+	ReleaseRemoved Point = "release-removed"   // lock directory removed, claim not yet
+)
+
+// Options configure Acquire.
+type Options struct {
+	// Pid is the process that holds the lock; 0 means this process. It must
+	// be running: its start time fences the record.
+	Pid int
+	// Also are further processes that hold the lock with Pid. The lock stays
+	// held while any of them runs (lockctl run records itself and the
+	// command it runs).
+	Also []int
+	// Command names the holder in the record; empty means this program.
+	Command string
+	// Hook, when set, is called at each Point. Tests only.
+	Hook func(Point)
+}
+
+// Lock is a held lock. Release it exactly once.
+type Lock struct {
+	// Path is the lock's absolute path.
+	Path string
+	// Holder is the record this process wrote.
+	Holder  scan.Holder
+	dir     string
+	name    string
+	record  []byte
+	recInfo fsx.Stat
+	dirInfo fsx.Stat
+	hook    func(Point)
+}
+
+// localHost is read once per process: boot id, pid namespace and host do
+// not change under a running process.
+var localHost = sync.OnceValue(verdict.LocalHost)
+
+// startOf returns the start time of a running pid, the fence of the record.
+func startOf(pid int) (uint64, error) {
+	p := verdict.KernelProbe{}.Probe(pid)
+	if p.State != verdict.StateRunning || !p.HasStart {
+		return 0, fmt.Errorf("pid %d is not a running process whose start time can be read", pid)
+	}
+	return p.Start, nil
+}
+
+func split(path string) (abs, dir, name string, err error) {
+	abs, err = filepath.Abs(path)
+	if err != nil {
+		return "", "", "", err
+	}
+	dir, name = filepath.Split(abs)
+	if name == "" || name == "." || name == ".." {
+		return "", "", "", fmt.Errorf("%q does not name a lock", path)
+	}
+	return abs, filepath.Clean(dir), name, nil
+}
+
+// holder builds the record for opts.
+func holder(opts Options) (scan.Holder, error) {
+	h := localHost()
+	if h.BootID == "" || h.PidNS == "" || h.Name == "" {
+		return scan.Holder{}, errors.New("cannot read this host's boot id, pid namespace or name, so the lock cannot be fenced")
+	}
+	pid := opts.Pid
+	if pid == 0 {
+		pid = os.Getpid()
+	}
+	start, err := startOf(pid)
+	if err != nil {
+		return scan.Holder{}, err
+	}
+	rec := scan.Holder{
+		Pid: int64(pid), PidText: strconv.Itoa(pid), Start: start, HasStart: true,
+		BootID: h.BootID, PidNS: h.PidNS, Host: h.Name, Command: opts.Command,
+		Token: newToken(pid), Since: time.Now(),
+	}
+	if rec.Command == "" {
+		rec.Command = filepath.Base(os.Args[0])
+	}
+	for _, a := range opts.Also {
+		s, err := startOf(a)
+		if err != nil {
+			return scan.Holder{}, err
+		}
+		rec.Also = append(rec.Also, scan.Identity{Pid: int64(a), Start: s})
+	}
+	return rec, nil
+}
+
+// Acquire takes the lock at path for opts.Pid, waiting until ctx is done.
+//
+// While the lock is held by someone else it is judged on every try. A lock
+// whose holder is gone, or an abandoned break of one, is swept with the
+// claim-first protocol of package fix and the lock is tried again at once.
+// A lock that is live, recycled, owner-less, foreign or unknown is never
+// broken: Acquire waits, and when ctx ends returns *HeldError,
+// *OwnerlessError, *ForeignError or *UnknownError, saying which it was.
+//
+// If Acquire is killed, what it leaves is either nothing, the unpublished
+// record directory <lock>.pub.<token> (which doctor reports and --fix
+// removes once this process is gone), or a complete lock naming this
+// process, which reads as gone once it has died.
+func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
+	abs, dir, name, err := split(path)
+	if err != nil {
+		return nil, err
+	}
+	h, err := holder(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	}
+	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: encode(h), hook: opts.Hook}
+	dfd, err := fsx.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	}
+	defer fsx.Close(dfd)
+
+	// Build the whole lock beside its final name: a directory holding the
+	// record, both fsynced. After a power loss the record is either
+	// complete or the lock does not exist; a record that survives carries
+	// the old boot id and reads as gone.
+	tmp := name + ".pub." + h.Token
+	if err := fsx.MkdirAt(dfd, dir, tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	}
+	published := false
+	defer func() {
+		if !published {
+			removeBuilt(dfd, dir, tmp)
+		}
+	}()
+	if err := l.build(dfd, tmp); err != nil {
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	}
+	l.at(Built)
+
+	host := localHost()
+	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}
+	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
+	wait := time.Millisecond
+	var last verdict.Result
+	for quick := 0; ; {
+		// Publish: the rename succeeds only if nothing, not even an empty
+		// directory, stands at the lock's name.
+		err := fsx.RenameNoReplace(dfd, dir, tmp, dfd, dir, name)
+		if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
+			err = l.publishByMkdir(dfd, tmp)
+		}
+		switch {
+		case err == nil:
+			published = true
+			if err := l.settle(dfd); err != nil {
+				return nil, err
+			}
+			l.at(Published)
+			return l, nil
+		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, unix.ENOTEMPTY):
+			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+		}
+		// Held. Judge it as doctor would, and break it only if gone.
+		cur, err := scan.ReadOne(dir, name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+		}
+		if cur == nil {
+			continue // released since the rename: try again at once
+		}
+		res := judge.Judge(cur)
+		if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
+			switch o := fixer.Fix(res); o.Action {
+			case fix.Removed, fix.Restored, fix.Skipped:
+				// Swept, or someone else changed it first: look again now,
+				// a few times, before waiting.
+				if quick++; quick < 4 {
+					continue
+				}
+			}
+		}
+		quick = 0
+		last = res
+		select {
+		case <-ctx.Done():
+			return nil, waitError(abs, last, ctx.Err())
+		case <-time.After(wait/2 + rand.N(wait)):
+		}
+		wait = min(wait*2, 50*time.Millisecond)
+	}
+}
+
+// build writes the record into the fresh directory tmp and fsyncs both.
+func (l *Lock) build(dfd int, tmp string) error {
+	tfd, err := fsx.OpenDirAt(dfd, l.dir, tmp)
+	if err != nil {
+		return err
+	}
+	defer fsx.Close(tfd)
+	if l.recInfo, err = fsx.CreateAt(tfd, filepath.Join(l.dir, tmp), "holder", l.record, 0o644); err != nil {
+		return err
+	}
+	return fsx.Fsync(tfd, filepath.Join(l.dir, tmp))
+}
+
+// publishByMkdir is the fallback where the file system cannot rename
+// without replacing: make the lock directory, then move the record into it.
+// Between the two steps the lock is empty, and a crash there leaves an
+// owner-less lock (which doctor reports and nothing breaks automatically).
+func (l *Lock) publishByMkdir(dfd int, tmp string) error {
+	if err := fsx.MkdirAt(dfd, l.dir, l.name, 0o755); err != nil {
+		return err
+	}
+	tfd, err := fsx.OpenDirAt(dfd, l.dir, tmp)
+	if err != nil {
+		return err
+	}
+	defer fsx.Close(tfd)
+	lfd, err := fsx.OpenDirAt(dfd, l.dir, l.name)
+	if err != nil {
+		return err
+	}
+	defer fsx.Close(lfd)
+	if err := fsx.Linkat(tfd, filepath.Join(l.dir, tmp), "holder", lfd, l.Path, "holder"); err != nil {
+		return err
+	}
+	removeBuilt(dfd, l.dir, tmp)
+	return nil
+}
+
+// settle makes the published lock durable and remembers what it is.
+func (l *Lock) settle(dfd int) error {
+	if err := fsx.Fsync(dfd, l.dir); err != nil {
+		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
+	}
+	st, err := fsx.Lstatat(dfd, l.dir, l.name)
+	if err != nil {
+		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
+	}
+	l.dirInfo = st
+	return nil
+}
+
+// removeBuilt removes an unpublished record directory.
+func removeBuilt(dfd int, dir, tmp string) {
+	if tfd, err := fsx.OpenDirAt(dfd, dir, tmp); err == nil {
+		_ = fsx.Unlinkat(tfd, filepath.Join(dir, tmp), "holder", false)
+		fsx.Close(tfd)
+	}
+	_ = fsx.Unlinkat(dfd, dir, tmp, true)
+}
+
+func (l *Lock) at(p Point) {
+	if l.hook != nil {
+		l.hook(p)
+	}
+}
+
+func waitError(path string, res verdict.Result, err error) error {
+	switch res.Verdict {
+	case verdict.Live:
+		e := &HeldError{Path: path, Reason: res.Reason, Err: err}
+		if res.Holder != nil {
+			e.Holder = *res.Holder
+		}
+		return e
+	case verdict.Ownerless:
+		return &OwnerlessError{Path: path, Reason: res.Reason, Err: err}
+	case verdict.Foreign:
+		return &ForeignError{Path: path, Reason: res.Reason, Err: err}
+	case "":
+		return fmt.Errorf("timed out acquiring %s: %w", path, err)
+	}
+	return &UnknownError{Path: path, Reason: fmt.Sprintf("%s: %s", res.Verdict, res.Reason), Err: err}
+}
+
+// Release removes this holder's lock. It claims the record by renaming it
+// out of the lock directory, checks that the claimed file is the inode and
+// the bytes this holder wrote, and only then removes the directory. If the
+// record was replaced (the lock was broken and taken over), everything is
+// left in place and *TakenOverError is returned.
+func (l *Lock) Release() error {
+	dfd, err := fsx.OpenDirNoFollow(l.dir)
+	if err != nil {
+		return fmt.Errorf("cannot release %s: %w", l.Path, err)
+	}
+	defer fsx.Close(dfd)
+	lfd, err := fsx.OpenDirAt(dfd, l.dir, l.name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &TakenOverError{Path: l.Path, Reason: "the lock is gone: it was broken by someone else"}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot release %s: %w", l.Path, err)
+	}
+	defer fsx.Close(lfd)
+	if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.dirInfo.Same(st) {
+		return &TakenOverError{Path: l.Path, Reason: "the lock directory was replaced: it was broken and taken by someone else"}
+	}
+	// Look before touching: a record that is not ours is left untouched.
+	if data, st, _, err := fsx.ReadFileAt(lfd, l.Path, "holder", scan.MaxRecord); err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
+		return &TakenOverError{Path: l.Path, Reason: "the record in it is not the one this holder wrote"}
+	}
+	claim := l.name + ".rel." + l.Holder.Token
+	if err := fsx.RenameNoReplace(lfd, l.Path, "holder", dfd, l.dir, claim); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return &TakenOverError{Path: l.Path, Reason: "the record vanished: the lock was broken by someone else"}
+		}
+		return fmt.Errorf("cannot release %s: %w", l.Path, err)
+	}
+	l.at(ReleaseClaimed)
+	back := func(why string) error {
+		if err := fsx.RenameNoReplace(dfd, l.dir, claim, lfd, l.Path, "holder"); err != nil {
+			return fmt.Errorf("cannot release %s: %s, and the record could not be put back (%v): it is kept in %s", l.Path, why, err, filepath.Join(l.dir, claim))
+		}
+		return &TakenOverError{Path: l.Path, Reason: why}
+	}
+	// The claimed file must be ours, inode and bytes: if the lock changed
+	// hands between the look and the claim, it goes straight back.
+	data, st, _, err := fsx.ReadFileAt(dfd, l.dir, claim, scan.MaxRecord)
+	if err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
+		return back("the record in it is not the one this holder wrote")
+	}
+	if err := fsx.Unlinkat(dfd, l.dir, l.name, true); err != nil {
+		if e := back("the lock directory could not be removed"); !errors.As(e, new(*TakenOverError)) {
+			return e
+		}
+		return fmt.Errorf("cannot release %s: %w", l.Path, err)
+	}
+	l.at(ReleaseRemoved)
+	if err := fsx.Unlinkat(dfd, l.dir, claim, false); err != nil {
+		return fmt.Errorf("released %s, but its claim could not be removed: %w", l.Path, err)
+	}
+	return nil
+}
+
+// ReleaseFor releases the lock at path on behalf of pid, which must be the
+// holder the record names, with the start time the record carries: any other
+// process gets *NotHolderError and nothing is touched. It is how a process
+// other than the one that called Acquire (lockctl release, on behalf of a
+// shell) releases a lock.
+func ReleaseFor(path string, pid int) error {
+	abs, dir, name, err := split(path)
+	if err != nil {
+		return err
+	}
+	cur, err := scan.ReadOne(dir, name)
+	if err != nil {
+		return fmt.Errorf("cannot release %s: %w", abs, err)
+	}
+	if cur == nil || cur.Kind == scan.KindMissing {
+		return fmt.Errorf("cannot release %s: there is no lock there", abs)
+	}
+	if cur.Format != scan.FormatLockctl || cur.Holders[0].Holder == nil {
+		return fmt.Errorf("cannot release %s: it is not a lock lockctl took (format %s)", abs, cur.Format)
+	}
+	rec := cur.Holders[0]
+	h := *rec.Holder
+	start, err := startOf(pid)
+	host := localHost()
+	if err != nil || h.Pid != int64(pid) || h.Start != start || h.BootID != host.BootID || h.PidNS != host.PidNS {
+		return &NotHolderError{Path: abs, Pid: pid, Holder: h}
+	}
+	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: rec.Raw, recInfo: rec.Info, dirInfo: cur.Info}
+	return l.Release()
+}
