@@ -156,6 +156,7 @@ func doctorAction(c *cli.Context) error {
 	}
 	if c.Bool("fix") {
 		fixer := fix.New(rep.Host)
+		fixer.Hook = fixHook(stderr)
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 		for _, res := range rep.Results {
 			o := fixer.Fix(res)

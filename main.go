@@ -79,6 +79,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: run 'lockctl help' for the list\n", name)
 		},
-		Commands: []*cli.Command{doctorCommand(onUsage)},
+		Commands: append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // HeldError ends a wait on a lock whose holder is alive. It names the
@@ -37,6 +38,9 @@ func (e *HeldError) Unwrap() error { return e.Err }
 type OwnerlessError struct {
 	Path   string
 	Reason string
+	// Remove is how to remove the lock by hand, once it is known that
+	// nothing uses it.
+	Remove []verdict.Step
 	Err    error
 }
 

@@ -140,7 +140,7 @@ func holder(opts Options) (scan.Holder, error) {
 // *OwnerlessError, *ForeignError or *UnknownError, saying which it was.
 //
 // If Acquire is killed, what it leaves is either nothing, the unpublished
-// record directory <lock>.pub.<token> (which doctor reports and --fix
+// record directory <lock>.new.<token> (which doctor reports and --fix
 // removes once this process is gone), or a complete lock naming this
 // process, which reads as gone once it has died.
 func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
@@ -159,11 +159,12 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	}
 	defer fsx.Close(dfd)
 
-	// Build the whole lock beside its final name: a directory holding the
+	// Build the whole lock beside its final name (<lock>.new.<token>, a
+	// name that claims nothing about the lock that may be there): a directory holding the
 	// record, both fsynced. After a power loss the record is either
 	// complete or the lock does not exist; a record that survives carries
 	// the old boot id and reads as gone.
-	tmp := name + ".pub." + h.Token
+	tmp := name + ".new." + h.Token
 	if err := fsx.MkdirAt(dfd, dir, tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
@@ -306,7 +307,7 @@ func waitError(path string, res verdict.Result, err error) error {
 		}
 		return e
 	case verdict.Ownerless:
-		return &OwnerlessError{Path: path, Reason: res.Reason, Err: err}
+		return &OwnerlessError{Path: path, Reason: res.Reason, Remove: res.Remove, Err: err}
 	case verdict.Foreign:
 		return &ForeignError{Path: path, Reason: res.Reason, Err: err}
 	case "":

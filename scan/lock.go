@@ -130,6 +130,10 @@ const (
 	ClaimRelease ClaimKind = "release" // <lock>.holder.releasing.<pid>, <lock>.rel.<token>
 	ClaimPublish ClaimKind = "publish" // <lock>.pub.<token>
 	ClaimHolder  ClaimKind = "holder"  // <lock>.holder with no lock beside it
+	// ClaimBuild is lockctl's lock being built beside its name
+	// (<lock>.new.<token>/holder) by a process waiting to acquire it. Unlike
+	// ClaimPublish it says nothing about who holds the lock that is there.
+	ClaimBuild ClaimKind = "build"
 )
 
 // Claim is a side file: who made it (By, 0 when the name does not say) and

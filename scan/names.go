@@ -57,6 +57,7 @@ var markers = []struct {
 	{".dead.", ClaimBreak},
 	{".pub.", ClaimPublish},
 	{".rel.", ClaimRelease},
+	{".new.", ClaimBuild},
 }
 
 // Side reports whether name is a side file of some lock whose name matches
@@ -90,6 +91,7 @@ func (m Matcher) side(name string) (side, bool) {
 //	<lock>.dead.<pid>.<hex>.<attempt>.<breaker> generation B
 //	<lock>.holder.releasing.<pid>               generation A release
 //	<lock>.rel.<token>, <lock>.pub.<token>      generation B
+//	<lock>.new.<token>                          lockctl, building a lock
 func (s side) claimant() (by int64, token string) {
 	switch {
 	case s.kind == ClaimBreak:
@@ -111,7 +113,7 @@ func (s side) claimant() (by int64, token string) {
 			pid, _ := parsePid(s.rest)
 			return pid, ""
 		}
-	case s.kind == ClaimRelease || s.kind == ClaimPublish:
+	case s.kind == ClaimRelease || s.kind == ClaimPublish || s.kind == ClaimBuild:
 		if pid, ok := ParseBToken(s.rest); ok {
 			return pid, s.rest
 		}

@@ -414,7 +414,7 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 			c.Record = readRecord(fd, l.Dir, s.name, s.name)
 			if errors.Is(c.Record.Err, fsx.ErrNotRegular) && c.Record.Info.Mode.IsDir() {
 				// lockctl builds its record in a directory beside the lock
-				// (<lock>.pub.<token>/holder) before publishing it.
+				// (<lock>.new.<token>/holder) before publishing it.
 				c.Record = readSideDir(fd, l.Dir, s.name)
 			}
 		} else {

@@ -149,6 +149,9 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	}
 	r = r.set(*best)
 	for _, c := range l.Claims {
+		if c.Kind == scan.ClaimBuild && j.probeBy(c.By).State == StateRunning {
+			continue // a process waiting for this lock: nothing to note
+		}
 		r.Notes = append(r.Notes, j.sideNote(c))
 	}
 	switch r.Verdict {
@@ -347,6 +350,9 @@ func (j *Judge) noRecord(r Result) Result {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s is older than the lock directory, so it belongs to an earlier lock, not this one", j.sideNote(c)))
 	}
 	for _, c := range l.Claims {
+		if c.Kind == scan.ClaimBuild && j.probeBy(c.By).State != StateRunning {
+			r.Notes = append(r.Notes, j.sideNote(c))
+		}
 		if c.Kind != scan.ClaimPublish {
 			continue
 		}
@@ -443,7 +449,7 @@ func (j *Judge) claimed(r Result) Result {
 	}
 	r.Holder = c.Record.Holder
 	r.Started = rec.started
-	what := map[scan.ClaimKind]string{scan.ClaimBreak: "a break", scan.ClaimRelease: "a release", scan.ClaimPublish: "a publish", scan.ClaimHolder: "a release"}[c.Kind]
+	what := map[scan.ClaimKind]string{scan.ClaimBreak: "a break", scan.ClaimRelease: "a release", scan.ClaimPublish: "a publish", scan.ClaimHolder: "a release", scan.ClaimBuild: "an acquire"}[c.Kind]
 	state := fmt.Sprintf("%s of %s by %s", what, quoteName(c.Record.File), byWord(c.By, by))
 	record := fmt.Sprintf("the record it holds is %s (%s)", rec.v, rec.reason)
 	missing := ""
@@ -459,7 +465,7 @@ func (j *Judge) claimed(r Result) Result {
 	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
 	switch {
 	case rec.v == Gone:
-		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish {
+		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish && c.Kind != scan.ClaimBuild {
 			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
 		}
 		r.Remove = append(r.Remove, Step{Op: OpRemove, Path: claimPath})

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/report"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/urfave/cli/v2"
+)
+
+// exitTimeout is the exit status of an acquire or run whose wait ran out
+// (EX_TEMPFAIL: try again later). It is distinct from usage errors (2); for
+// run it can collide only with a command that itself exits 75.
+const exitTimeout = 75
+
+// pauseEnv names a protocol point (lock.Point or "fix-" + fix.Step) at which
+// the process stops and waits to be killed. Tests only: it is how the crash
+// tests SIGKILL a real process at every step.
+const pauseEnv = "LOCKCTL_TEST_PAUSE"
+
+func pauseAt(point string, stderr io.Writer) {
+	if os.Getenv(pauseEnv) == point {
+		fmt.Fprintf(stderr, "lockctl: paused at %s\n", point)
+		select {}
+	}
+}
+
+func lockHook(stderr io.Writer) func(lock.Point) {
+	if os.Getenv(pauseEnv) == "" {
+		return nil
+	}
+	return func(p lock.Point) { pauseAt(string(p), stderr) }
+}
+
+func fixHook(stderr io.Writer) func(fix.Step, *scan.Lock) {
+	if os.Getenv(pauseEnv) == "" {
+		return nil
+	}
+	return func(s fix.Step, _ *scan.Lock) { pauseAt("fix-"+string(s), stderr) }
+}
+
+var timeoutFlag = &cli.DurationFlag{Name: "timeout", Usage: "give up after `D` (e.g. 30s, 5m); 0 waits for as long as it takes"}
+
+func lockCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:      "acquire",
+			Usage:     "take a lock on behalf of the calling process (lockctl's parent)",
+			ArgsUsage: "LOCK",
+			Description: `The lock is held by the calling process (or --holder-pid) until it runs
+'lockctl release LOCK', or until it exits, after which the lock reads as gone
+and the next acquire breaks it. A gone holder's lock is broken; a live,
+owner-less, foreign or unknown one is waited on and never broken.
+
+Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
+			OnUsageError: onUsage,
+			Flags: []cli.Flag{
+				timeoutFlag,
+				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+			},
+			Action: acquireAction,
+		},
+		{
+			Name:      "release",
+			Usage:     "release a lock taken with acquire; only its recorded holder may",
+			ArgsUsage: "LOCK",
+			Description: `Succeeds only for the recorded holder (the calling process, or
+--holder-pid), checked by pid and start time; anyone else is refused and
+nothing is touched.`,
+			OnUsageError: onUsage,
+			Flags: []cli.Flag{
+				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+			},
+			Action: releaseAction,
+		},
+		{
+			Name:      "run",
+			Usage:     "run a command while holding a lock",
+			ArgsUsage: "LOCK -- CMD [ARGS...]",
+			Description: `Takes LOCK, runs CMD, releases LOCK when CMD exits, and exits with CMD's
+status (128+N if CMD was killed by signal N). SIGINT, SIGTERM and SIGHUP are
+forwarded to CMD. The lock records both lockctl and CMD: if lockctl is
+killed, the lock stays held while CMD runs and reads as gone once neither
+does.
+
+Exit status: CMD's; 75 if the wait timed out before CMD started.`,
+			OnUsageError: onUsage,
+			Flags:        []cli.Flag{timeoutFlag},
+			Action:       runAction,
+		},
+		{
+			Name:   "__gate",
+			Hidden: true,
+			Usage:  "internal: wait for lockctl run to hold the lock, then exec CMD",
+			Action: gateAction,
+		},
+	}
+}
+
+func lockPathArg(c *cli.Context, want int) (string, error) {
+	if c.NArg() < 1 {
+		return "", usageErr("%s: missing LOCK", c.Command.Name)
+	}
+	if want > 0 && c.NArg() != want {
+		return "", usageErr("%s: want exactly one LOCK, got %d arguments", c.Command.Name, c.NArg())
+	}
+	return c.Args().First(), nil
+}
+
+func holderPid(c *cli.Context) (int, error) {
+	if p := c.Int("holder-pid"); p != 0 {
+		if p < 0 {
+			return 0, usageErr("--holder-pid %d is not a pid", p)
+		}
+		return p, nil
+	}
+	p := os.Getppid()
+	if p <= 1 {
+		return 0, usageErr("lockctl's parent is pid %d, which would hold the lock forever; pass --holder-pid", p)
+	}
+	return p, nil
+}
+
+func waitContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if d := c.Duration("timeout"); d > 0 {
+		tctx, tcancel := context.WithTimeout(ctx, d)
+		return tctx, func() { tcancel(); cancel() }
+	}
+	return ctx, cancel
+}
+
+// acquireError maps an ended wait to an exit status, a message and the
+// operator's next step.
+func acquireError(path string, err error) error {
+	var (
+		held      *lock.HeldError
+		ownerless *lock.OwnerlessError
+		foreign   *lock.ForeignError
+		unknown   *lock.UnknownError
+	)
+	q := report.ShellQuote(path)
+	switch {
+	case errors.As(err, &held):
+		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("pid %d is running: wait for it, or deal with that process (not the lock); 'lockctl doctor %s' shows the details", held.Holder.Pid, q)}
+	case errors.As(err, &ownerless):
+		how := "remove it by hand"
+		if cmds := report.Commands(ownerless.Remove); len(cmds) > 0 {
+			how = "remove it with: " + strings.Join(cmds, " && ")
+		}
+		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("lockctl never breaks a lock without an owner record, because one taken a moment ago looks the same. If nothing is using it, %s. 'lockctl doctor' lists all such locks", how)}
+	case errors.As(err, &foreign):
+		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("judge it where it was written: 'lockctl doctor %s' there", q)}
+	case errors.As(err, &unknown):
+		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("'lockctl doctor %s' shows what could not be judged", q)}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &exitCode{code: exitTimeout, err: err}
+	}
+	return &exitCode{code: exitAttention, err: err}
+}
+
+func acquireAction(c *cli.Context) error {
+	path, err := lockPathArg(c, 1)
+	if err != nil {
+		return err
+	}
+	pid, err := holderPid(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := waitContext(c)
+	defer cancel()
+	stderr := c.App.ErrWriter
+	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(stderr)})
+	if err != nil {
+		return acquireError(path, err)
+	}
+	return nil
+}
+
+func releaseAction(c *cli.Context) error {
+	path, err := lockPathArg(c, 1)
+	if err != nil {
+		return err
+	}
+	pid, err := holderPid(c)
+	if err != nil {
+		return err
+	}
+	if err := lock.ReleaseFor(path, pid); err != nil {
+		return &exitCode{code: exitAttention, err: err}
+	}
+	return nil
+}
+
+// processName is the command name of pid, for the record.
+func processName(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil || len(b) < 2 {
+		return ""
+	}
+	return string(b[:len(b)-1])
+}
+
+func runAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) < 2 {
+		return usageErr("run: want LOCK -- CMD [ARGS...]")
+	}
+	path, cmdArgs := args[0], args[1:]
+	if cmdArgs[0] == "--" {
+		// urfave/cli keeps a "--" that follows a positional argument.
+		cmdArgs = cmdArgs[1:]
+	}
+	if len(cmdArgs) == 0 {
+		return usageErr("run: want LOCK -- CMD [ARGS...]")
+	}
+	stderr := c.App.ErrWriter
+	self, err := os.Executable()
+	if err != nil {
+		return &exitCode{code: exitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
+	}
+	// Start CMD's process first, held at a gate: it cannot run CMD until
+	// the lock is ours, and the lock can record it (pid and start time)
+	// before it does. exec keeps the pid and the start time, so the
+	// recorded identity is CMD's.
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return &exitCode{code: exitAttention, err: err}
+	}
+	child := exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
+	child.Args[0] = "lockctl"
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, stderr
+	child.ExtraFiles = []*os.File{gateR}
+	if err := child.Start(); err != nil {
+		gateR.Close()
+		gateW.Close()
+		return &exitCode{code: exitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
+	}
+	gateR.Close()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	if d := c.Duration("timeout"); d > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), d)
+	}
+	defer cancel()
+	var sig os.Signal
+	go func() {
+		for s := range sigs {
+			sig = s
+			cancel() // while waiting for the lock: give up
+			_ = child.Process.Signal(s)
+		}
+	}()
+	l, err := lock.Acquire(ctx, path, lock.Options{
+		Pid: child.Process.Pid, Also: []int{os.Getpid()},
+		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr),
+	})
+	if err != nil {
+		gateW.Close() // the gate sees EOF and exits without running CMD
+		_ = child.Wait()
+		if sig != nil {
+			return &exitCode{code: 128 + int(sig.(syscall.Signal))}
+		}
+		return acquireError(path, err)
+	}
+	// The order matters: the gate opens only now that the lock, recording
+	// CMD's process, is in place.
+	_, werr := gateW.Write([]byte{'g'})
+	gateW.Close()
+	waitErr := child.Wait()
+	code := exitOK
+	var ee *exec.ExitError
+	switch {
+	case errors.As(waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		} else {
+			code = ee.ExitCode()
+		}
+	case waitErr != nil:
+		code = exitAttention
+	}
+	if werr != nil && code == exitOK {
+		code = exitAttention
+	}
+	if err := l.Release(); err != nil {
+		// Someone broke the lock while CMD ran: the critical section was
+		// not exclusive. Say so, and do not report success.
+		fmt.Fprintf(stderr, "lockctl: %s\n", err)
+		if code == exitOK {
+			code = exitAttention
+		}
+	}
+	if code != exitOK {
+		return &exitCode{code: code}
+	}
+	return nil
+}
+
+// gateAction runs in CMD's process: it waits on fd 3 for lockctl run to
+// say the lock is held, then becomes CMD. If lockctl dies or gives up
+// first, the pipe closes and CMD never runs.
+func gateAction(c *cli.Context) error {
+	gate := os.NewFile(3, "gate")
+	var b [1]byte
+	if n, _ := gate.Read(b[:]); n != 1 || b[0] != 'g' {
+		return &exitCode{code: exitTimeout}
+	}
+	gate.Close()
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return usageErr("__gate: no command")
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return &exitCode{code: 127, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
+	}
+	err = syscall.Exec(path, args, os.Environ())
+	return &exitCode{code: 126, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
+}
