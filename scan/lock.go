@@ -1,9 +1,10 @@
 // Package scan finds locks and reads what they say about their holder.
 //
 // It walks registry directories relative to open directory descriptors,
-// never follows a symbolic link, never opens anything but a regular file for
-// reading (and then without blocking), and reads at most MaxRecord bytes of
-// any record. It judges nothing: a Lock is the raw material for package
+// never follows a symbolic link, never reads anything but a regular file
+// (a record is opened without blocking and refused unless the open file is
+// regular; a lock that is itself a FIFO, socket or device is never opened),
+// and reads at most MaxRecord bytes of any record. It judges nothing: a Lock is the raw material for package
 // verdict. Every name it reports is the name as found on disk, byte for
 // byte; rendering it safely is the caller's job.
 package scan

@@ -354,7 +354,10 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 			} else {
 				r.Err = fmt.Errorf("not read: more than %d holder records", maxSideFiles)
 			}
-			if r.Err == nil {
+			switch {
+			case r.Err == nil && tok == "":
+				r.Err = malformed(FormatRegistryB, "the file name carries no token")
+			case r.Err == nil:
 				r.Holder, r.Err = ParseRegistryB(r.Raw, tok)
 			}
 			l.Holders = append(l.Holders, r)
