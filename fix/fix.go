@@ -59,6 +59,9 @@ type Outcome struct {
 	// Conflict names a claim file that holds a record which could not be put
 	// back because something new stands in its place. It is never deleted.
 	Conflict string
+	// Gone is set when the lock was found no longer to exist (another
+	// process removed it first): skipped, but nothing is left to attend to.
+	Gone bool
 }
 
 // Step names the points between the steps of the protocol. Tests use them
@@ -99,6 +102,10 @@ func (f *Fixer) hook(s Step, l *scan.Lock) {
 
 func kept(format string, args ...any) Outcome {
 	return Outcome{Action: Kept, Reason: fmt.Sprintf(format, args...)}
+}
+
+func alreadyGone() Outcome {
+	return Outcome{Action: Skipped, Reason: "it was already removed by another process", Gone: true}
 }
 
 func skipped(format string, args ...any) Outcome {
@@ -155,7 +162,7 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return skipped("it was already removed by another process")
+		return alreadyGone()
 	case err != nil:
 		return kept("cannot examine the lock: %v", err)
 	case !l.Info.Same(cur):
@@ -176,6 +183,9 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 			return kept("the lock directory holds %d entries besides its holder record", n)
 		}
 		lfd, err := fsx.OpenDirAt(dfd, l.Dir, l.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return alreadyGone()
+		}
 		if err != nil {
 			return kept("cannot open the lock directory: %v", err)
 		}
@@ -253,6 +263,9 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o := skipped("another process claimed or released it first")
+		if _, err := fsx.Lstatat(claim.fd, l.Dir, l.Name); errors.Is(err, fs.ErrNotExist) {
+			o = alreadyGone()
+		}
 		return scan.Record{}, &o
 	case errors.Is(err, fsx.ErrNoReplaceUnsupported):
 		o := kept("this file system cannot rename without replacing (no RENAME_NOREPLACE, e.g. NFS), so lockctl does not sweep here")

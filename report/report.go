@@ -57,10 +57,11 @@ func (r *Report) Counts() map[verdict.Verdict]int {
 }
 
 // NeedsAttention reports whether any lock has a verdict in the fail set.
-// A lock that --fix removed or restored no longer does.
+// A lock that --fix removed or restored, or found already removed, no
+// longer does.
 func (r *Report) NeedsAttention() bool {
 	for _, res := range r.Results {
-		if o, ok := r.Outcomes[res.Lock]; ok && (o.Action == fix.Removed || o.Action == fix.Restored) {
+		if o, ok := r.Outcomes[res.Lock]; ok && (o.Action == fix.Removed || o.Action == fix.Restored || o.Gone) {
 			continue
 		}
 		if r.Fail[res.Verdict] {

@@ -1,0 +1,402 @@
+package fix_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// Fixtures for the fix tests. Holders are real processes: a live holder is a
+// "sleep 3600" killed and reaped at cleanup, a gone holder a process that
+// has been started and reaped, a zombie a child that has exited and is
+// reaped only at cleanup. Records are written byte for byte as
+// docs/lock-formats.md describes them.
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+var localHost = sync.OnceValue(verdict.LocalHost)
+
+// testHost is this machine, boot and pid namespace. Tests that need a
+// generation B scope or a host name skip where they cannot be had.
+func testHost(t *testing.T) verdict.Host {
+	t.Helper()
+	h := localHost()
+	if h.Name == "" {
+		t.Skip("the host name cannot be read")
+	}
+	if h.Scope == "" {
+		t.Skipf("no generation B scope on this host: %v", h.ScopeErr)
+	}
+	return h
+}
+
+// tempDir is t.TempDir with symbolic links resolved, so that it is spelled
+// as scan spells the paths it finds.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	return must(filepath.EvalSymlinks(t.TempDir()))
+}
+
+// liveHolder starts a process that outlives the test and returns its pid.
+func liveHolder(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start a live holder: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// goneHolder returns the pid of a process that has exited and been reaped.
+func goneHolder(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cannot run a holder: %v", err)
+	}
+	pid := cmd.Process.Pid
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("pid %d was reaped, but /proc/%d: %v", pid, pid, err)
+	}
+	return pid
+}
+
+// zombieHolder returns the pid of a child that has exited and is not reaped
+// until cleanup.
+func zombieHolder(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start a holder: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if state, _, _, err := verdict.ParseStat(b); err == nil && state == 'Z' {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not become a zombie within 10s", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// recA is a generation A holder record with an empty token.
+func recA(pid int, host string) []byte {
+	return fmt.Appendf(nil, "token \npid %d\ncommand x\nhost %s\n", pid, host)
+}
+
+// tokenB is a generation B token for pid; n makes it unique.
+func tokenB(pid, n int) string { return fmt.Sprintf("%d.%032x.1", pid, n) }
+
+// recB is a generation B holder record with a scope line and, optionally,
+// further lines (e.g. "break no").
+func recB(tok string, pid int, host, scope string, more ...string) []byte {
+	b := fmt.Appendf(nil, "token %s\npid %d\ncommand x\nhost %s\nscope %s\n", tok, pid, host, scope)
+	for _, m := range more {
+		b = append(b, m+"\n"...)
+	}
+	return b
+}
+
+func pidRec(pid int) []byte  { return fmt.Appendf(nil, "%d\n", pid) }
+func uucpRec(pid int) []byte { return fmt.Appendf(nil, "%10d\n", pid) }
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mkGenA makes the generation A lock dir/name: the directory, then its
+// sibling holder record. It returns the lock's path.
+func mkGenA(t *testing.T, dir, name string, rec []byte) string {
+	t.Helper()
+	lock := filepath.Join(dir, name)
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if rec != nil {
+		writeFile(t, lock+".holder", rec)
+	}
+	return lock
+}
+
+// mkGenB makes the generation B lock dir/name holding holder.<tok>.
+func mkGenB(t *testing.T, dir, name, tok string, rec []byte) string {
+	t.Helper()
+	lock := filepath.Join(dir, name)
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(lock, "holder."+tok), rec)
+	return lock
+}
+
+// mkFile makes the pid lock file dir/name.
+func mkFile(t *testing.T, dir, name string, rec []byte) string {
+	t.Helper()
+	lock := filepath.Join(dir, name)
+	writeFile(t, lock, rec)
+	return lock
+}
+
+// judgeAll walks root as doctor does and judges every lock found, against
+// the real kernel.
+func judgeAll(t *testing.T, root string) map[string]verdict.Result {
+	t.Helper()
+	m := must(scan.NewMatcher(nil))
+	r, err := scan.ResolveRoot(root, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := verdict.Judge{Host: localHost(), Probe: verdict.KernelProbe{}}
+	out := map[string]verdict.Result{}
+	w := scan.Walker{
+		Match: m,
+		Found: func(l *scan.Lock) { out[l.Path] = j.Judge(l) },
+		Warn:  func(err error) { t.Errorf("walk %s: %v", root, err) },
+	}
+	if err := w.Walk(r); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// judge returns the judgement of the lock at path, found by walking root,
+// and fails the test unless it is want: a fixture that is not what it claims
+// to be tests nothing.
+func judge(t *testing.T, root, path string, want verdict.Verdict) verdict.Result {
+	t.Helper()
+	all := judgeAll(t, root)
+	res, ok := all[path]
+	if !ok {
+		var found []string
+		for p := range all {
+			found = append(found, p)
+		}
+		t.Fatalf("walking %s did not find %s (found %q)", root, path, found)
+	}
+	if res.Verdict != want {
+		t.Fatalf("fixture: Judge(%s) = %s (%s), want %s", path, res.Verdict, res.Reason, want)
+	}
+	return res
+}
+
+// at returns a Hook that runs do the first time the Fixer reaches step,
+// and fails the test at cleanup if it never did.
+func at(t *testing.T, step fix.Step, do func(*scan.Lock)) func(fix.Step, *scan.Lock) {
+	t.Helper()
+	ran := false
+	t.Cleanup(func() {
+		if !ran {
+			t.Errorf("the hook at step %q never ran", step)
+		}
+	})
+	return func(s fix.Step, l *scan.Lock) {
+		if s == step && !ran {
+			ran = true
+			do(l)
+		}
+	}
+}
+
+// entry is what a snapshot keeps of one directory entry.
+type entry struct {
+	Ino  uint64
+	Mode fs.FileMode
+	Data string // a file's bytes, a symbolic link's target
+}
+
+// snapshot records every entry under root, root included, without
+// following symbolic links: path → inode, mode and content.
+func snapshot(t *testing.T, root string) map[string]entry {
+	t.Helper()
+	out := map[string]entry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := entry{Ino: fi.Sys().(*syscall.Stat_t).Ino, Mode: fi.Mode()}
+		switch {
+		case fi.Mode().IsRegular():
+			e.Data = string(must(os.ReadFile(p)))
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.Data = must(os.Readlink(p))
+		}
+		rel := must(filepath.Rel(root, p))
+		out[rel] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", root, err)
+	}
+	return out
+}
+
+// sameTree fails the test unless root now looks exactly as in before.
+func sameTree(t *testing.T, root string, before map[string]entry) {
+	t.Helper()
+	after := snapshot(t, root)
+	for _, d := range diffTree(before, after) {
+		t.Errorf("%s: %s", root, d)
+	}
+}
+
+func diffTree(before, after map[string]entry) []string {
+	var out []string
+	for p, b := range before {
+		a, ok := after[p]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s was removed", p))
+		case a.Ino != b.Ino:
+			out = append(out, fmt.Sprintf("%s is inode %d, was %d", p, a.Ino, b.Ino))
+		case a.Mode != b.Mode:
+			out = append(out, fmt.Sprintf("%s has mode %v, was %v", p, a.Mode, b.Mode))
+		case a.Data != b.Data:
+			out = append(out, fmt.Sprintf("%s holds %q, was %q", p, a.Data, b.Data))
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			out = append(out, fmt.Sprintf("%s appeared", p))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// names lists the entries under root (relative, sorted), root excluded.
+func names(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	for p := range snapshot(t, root) {
+		if p != "." {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// noDebris fails the test if a claim (<lock>.dead.*) is left under root.
+func noDebris(t *testing.T, root string) {
+	t.Helper()
+	for _, p := range names(t, root) {
+		if strings.Contains(filepath.Base(p), ".dead.") {
+			t.Errorf("claim debris left behind: %s", p)
+		}
+	}
+}
+
+// claims lists the claim files beside lock.
+func claims(t *testing.T, lock string) []string {
+	t.Helper()
+	m, err := filepath.Glob(lock + ".dead.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// wantFile fails the test unless path is a regular file holding data, and
+// (when ino is not 0) is inode ino.
+func wantFile(t *testing.T, path string, data []byte, ino uint64) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Errorf("want %s holding %q: %v", path, data, err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		t.Errorf("%s is a %v, want a regular file", path, fi.Mode().Type())
+		return
+	}
+	if got := must(os.ReadFile(path)); string(got) != string(data) {
+		t.Errorf("%s holds %q, want %q", path, got, data)
+	}
+	if got := inode(t, path); ino != 0 && got != ino {
+		t.Errorf("%s is inode %d, want %d", path, got, ino)
+	}
+}
+
+// inode is the inode number of path, not following a symbolic link.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// replaceFile puts data at path through a new file renamed over it, as an
+// acquirer that writes a temporary file and renames it does. It returns the
+// new inode.
+func replaceFile(t *testing.T, path string, data []byte) uint64 {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "new")
+	writeFile(t, tmp, data)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	return inode(t, path)
+}
+
+// runningProbe says every pid is running, with no start time: the answer
+// the kernel would give had the holder come back to life.
+type runningProbe struct{}
+
+func (runningProbe) Probe(int) verdict.Proc {
+	return verdict.Proc{State: verdict.StateRunning, Comm: "revenant"}
+}
+
+func wantOutcome(t *testing.T, path string, got fix.Outcome, want fix.Action, reason string) {
+	t.Helper()
+	if got.Action != want || !strings.Contains(got.Reason, reason) {
+		t.Errorf("Fix(%s) = %s (%s), want %s (%s)", path, got.Action, got.Reason, want, reason)
+	}
+}
