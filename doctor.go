@@ -58,6 +58,10 @@ func parseFailOn(s string) (map[verdict.Verdict]bool, error) {
 	if strings.TrimSpace(s) == "none" {
 		return set, nil
 	}
+	if strings.Trim(s, " ,") == "" {
+		// An unset variable must not quietly turn the check off.
+		return nil, usageErr("--fail-on is empty: name verdicts (%s), or say none", joinVerdicts(verdict.All))
+	}
 	for _, w := range strings.Split(s, ",") {
 		w = strings.TrimSpace(w)
 		if w == "" {
@@ -112,11 +116,12 @@ func doctorAction(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	rep := &report.Report{Host: verdict.LocalHost(), Now: time.Now(), Fail: fail}
 	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
-	warn := func(err error) {
+	note := func(err error, suffix string) {
 		msg := report.Clean(err.Error())
 		rep.Errors = append(rep.Errors, msg)
-		fmt.Fprintf(stderr, "lockctl: %s (skipped)\n", msg)
+		fmt.Fprintf(stderr, "lockctl: %s%s\n", msg, suffix)
 	}
+	warn := func(err error) { note(err, " (skipped)") }
 
 	var roots []scan.Root
 	badRoot := false
@@ -125,7 +130,7 @@ func doctorAction(c *cli.Context) error {
 		if err != nil {
 			if named {
 				badRoot = true
-				warn(fmt.Errorf("cannot read %s: %w", report.ShellQuote(p), unwrapPath(err)))
+				note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(p), unwrapPath(err)), "")
 			}
 			continue
 		}
@@ -151,7 +156,7 @@ func doctorAction(c *cli.Context) error {
 	for _, r := range roots {
 		if err := w.Walk(r); err != nil {
 			badRoot = badRoot || named
-			warn(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)))
+			note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)), "")
 		}
 	}
 	if c.Bool("fix") {

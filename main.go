@@ -45,7 +45,16 @@ func main() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) }
 // run is main with its writers injected, so tests drive it in-process.
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
+	unknown := false
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		unknown = true
+		fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: run 'lockctl help' for the list\n", name)
+	}
 	err := app.Run(args)
+	if unknown {
+		// urfave/cli returns nil after CommandNotFound.
+		return exitError
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -76,9 +85,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError:              onUsage,
 		DisableSliceFlagSeparator: true,
 		HideVersion:               true,
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: run 'lockctl help' for the list\n", name)
-		},
-		Commands: append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
+		Commands:                  append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockctl/lockctl/fix"
@@ -103,7 +104,10 @@ type jsonDoc struct {
 }
 
 type jsonLock struct {
-	Path       string      `json:"path"`
+	Path string `json:"path"`
+	// PathShell is the path quoted for a shell, byte-exact, present only
+	// when the path is not valid UTF-8 (which JSON strings cannot carry).
+	PathShell  string      `json:"path_shell,omitempty"`
 	Kind       string      `json:"kind"`
 	Format     string      `json:"format"`
 	Verdict    string      `json:"verdict"`
@@ -175,6 +179,9 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Remove:     Commands(res.Remove),
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
+	}
+	if !utf8.ValidString(l.Path) {
+		j.PathShell = ShellQuote(l.Path)
 	}
 	if !res.Modified.IsZero() {
 		j.Modified = res.Modified.UTC().Format(time.RFC3339)

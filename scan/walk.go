@@ -293,6 +293,16 @@ func (w *Walker) read(fd int, dir, name string, sides []side) *Lock {
 		l.Kind = KindOther
 	}
 	w.readSides(fd, l, sides)
+	if l.Kind == KindDir && l.Format == FormatEmpty {
+		// An empty lock directory whose record was claimed away: its
+		// format is the claimed record's.
+		for _, c := range l.Claims {
+			if (c.Kind == ClaimBreak || c.Kind == ClaimRelease) && c.Record.Holder != nil {
+				l.Format = c.Record.Format()
+				break
+			}
+		}
+	}
 	return l
 }
 

@@ -526,7 +526,7 @@ func (j *Judge) probeBy(pid int64) Proc {
 }
 
 func (j *Judge) sideNote(c scan.Claim) string {
-	return fmt.Sprintf("side file %s (%s by %s)", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeBy(c.By)))
+	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeBy(c.By)))
 }
 
 func byWord(pid int64, p Proc) string {
@@ -534,13 +534,13 @@ func byWord(pid int64, p Proc) string {
 	case pid <= 0:
 		return "an unnamed process"
 	case p.State == StateRunning:
-		return fmt.Sprintf("pid %d, running", pid)
+		return fmt.Sprintf("pid %d (running)", pid)
 	case p.State == StateZombie:
-		return fmt.Sprintf("pid %d, a zombie", pid)
+		return fmt.Sprintf("pid %d (a zombie)", pid)
 	case p.State == StateAbsent:
-		return fmt.Sprintf("pid %d, not running", pid)
+		return fmt.Sprintf("pid %d (not running)", pid)
 	}
-	return fmt.Sprintf("pid %d, state unknown", pid)
+	return fmt.Sprintf("pid %d (state unknown)", pid)
 }
 
 func modeWord(m fs.FileMode) string {

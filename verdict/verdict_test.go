@@ -526,7 +526,7 @@ func TestJudgeGone(t *testing.T) {
 			lock:  with(lockA(holderA(holderPid, here)), func(l *scan.Lock) { l.Claims = []scan.Claim{breakA(breaker, holderA(otherPid, here))} }),
 			want:  Gone, reason: "pid 4242 is not running",
 			remove: steps(rm(in(regDir, lockName+".holder")), rmdir(lockPath)),
-			note:   "side file " + breakAName(breaker) + " (break by pid 777, running)",
+			note:   "side file " + breakAName(breaker) + ": break by pid 777 (running)",
 		},
 		{
 			name: "pid-max-itself-is-a-pid",
@@ -646,7 +646,7 @@ func TestJudgeOwnerless(t *testing.T) {
 			lock: emptyDir(publishB(b)),
 			want: Ownerless, reason: "the lock directory is empty",
 			remove: steps(rmdir(lockPath)),
-			note:   "publish by pid 4242, not running",
+			note:   "publish by pid 4242 (not running)",
 		},
 		{
 			name: "file-lock-without-record",
@@ -846,7 +846,7 @@ func TestJudgeClaimed(t *testing.T) {
 			name:  "break-under-way",
 			procs: procs(breaker, alive),
 			lock:  emptyDir(breakA(breaker, a)),
-			want:  Claimed, reason: "a break of " + breakAName(breaker) + " by pid 777, running is under way",
+			want:  Claimed, reason: "a break of " + breakAName(breaker) + " by pid 777 (running) is under way",
 		},
 		{
 			name: "break-by-unnamed-maker",
@@ -857,7 +857,7 @@ func TestJudgeClaimed(t *testing.T) {
 			name:  "break-maker-cannot-tell",
 			procs: procs(breaker, Proc{State: StateUnknown, Err: errors.New("EIO")}),
 			lock:  emptyDir(breakA(breaker, a)),
-			want:  Claimed, reason: "state unknown is under way",
+			want:  Claimed, reason: "(state unknown) is under way",
 		},
 		{
 			name: "abandoned-break-of-gone-record-registry-a",
@@ -869,7 +869,7 @@ func TestJudgeClaimed(t *testing.T) {
 			name:  "abandoned-break-by-zombie",
 			procs: procs(breaker, Proc{State: StateZombie}),
 			lock:  emptyDir(breakA(breaker, a)),
-			want:  Claimed, reason: "by pid 777, a zombie was abandoned",
+			want:  Claimed, reason: "by pid 777 (a zombie) was abandoned",
 			remove: steps(rmdir(lockPath), rm(in(regDir, breakAName(breaker)))),
 		},
 		{
@@ -925,7 +925,7 @@ func TestJudgeClaimed(t *testing.T) {
 			name:  "release-staging-under-way",
 			procs: procs(holderPid, alive),
 			lock:  emptyDir(releasingA(a)),
-			want:  Claimed, reason: "a release of " + releasingName(holderPid) + " by pid 4242, running is under way",
+			want:  Claimed, reason: "a release of " + releasingName(holderPid) + " by pid 4242 (running) is under way",
 		},
 		{
 			name: "release-staging-abandoned",
