@@ -38,6 +38,7 @@ error or a PATH that cannot be read.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
 			&cli.BoolFlag{Name: "fix", Usage: "remove gone locks and finish abandoned breaks, each bound to the holder judged; touches nothing else"},
+			&cli.DurationFlag{Name: "legacy-older-than", Usage: "with --fix, also remove owner-less locks unchanged for longer than `DUR` that no process holds (local file systems only)"},
 			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
 		},
@@ -115,7 +116,14 @@ func doctorAction(c *cli.Context) error {
 	}
 	stderr := c.App.ErrWriter
 	rep := &report.Report{Host: verdict.LocalHost(), Now: time.Now(), Fail: fail}
-	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
+	legacy := c.Duration("legacy-older-than")
+	if legacy != 0 && !c.Bool("fix") {
+		return usageErr("--legacy-older-than only makes sense with --fix")
+	}
+	if legacy < 0 {
+		return usageErr("--legacy-older-than must be positive")
+	}
+	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}, Evidence: &verdict.KernelEvidence{}}
 	note := func(err error, suffix string) {
 		msg := report.Clean(err.Error())
 		rep.Errors = append(rep.Errors, msg)
@@ -162,6 +170,7 @@ func doctorAction(c *cli.Context) error {
 	if c.Bool("fix") {
 		fixer := fix.New(rep.Host)
 		fixer.Hook = fixHook(stderr)
+		fixer.LegacyOlderThan = legacy
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 		for _, res := range rep.Results {
 			o := fixer.Fix(res)

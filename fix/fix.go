@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
@@ -87,11 +88,21 @@ type Fixer struct {
 	Pid int
 	// Hook, when set, is called at each Step. Tests only.
 	Hook func(Step, *scan.Lock)
+	// LegacyOlderThan, when positive, lets Fix also sweep owner-less locks
+	// (lock files without a usable record, empty lock directories) that
+	// have not changed for longer than this, on a local file system, that
+	// the kernel shows no process holding. It is the only place where age
+	// decides anything, and only because the operator asked.
+	LegacyOlderThan time.Duration
 }
 
-// New returns a Fixer that asks the kernel directly.
+// New returns a Fixer that asks the kernel directly, and gathers kernel
+// evidence afresh for its second judgements.
 func New(host verdict.Host) *Fixer {
-	return &Fixer{Judge: &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}, Pid: os.Getpid()}
+	return &Fixer{
+		Judge: &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: &verdict.KernelEvidence{Fresh: true}},
+		Pid:   os.Getpid(),
+	}
 }
 
 func (f *Fixer) hook(s Step, l *scan.Lock) {
@@ -125,6 +136,8 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 		return f.finish(res)
 	case res.Verdict == verdict.Claimed:
 		return skipped("the claim is under way or cannot be resolved safely")
+	case res.Verdict == verdict.Ownerless && f.LegacyOlderThan > 0:
+		return f.sweepLegacy(res)
 	}
 	return skipped("--fix removes only gone locks and abandoned claims; this one is %s", res.Verdict)
 }
@@ -451,4 +464,117 @@ func (f *Fixer) restore(l *scan.Lock, c scan.Claim, from place, to string) Outco
 			"the claimed record's holder is alive, but something new stands at %s: the record is kept in %s; inspect both by hand", dst.path(), from.path())}
 	}
 	return kept("cannot put the record back: %v", err)
+}
+
+// sweepLegacy removes an owner-less lock under --legacy-older-than, by the
+// same claim → verify → judge → remove protocol, binding the removal to the
+// inode that was judged: the lock file itself, or the empty lock directory
+// itself, is what gets claimed.
+func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
+	l := res.Lock
+	age := time.Since(l.Info.Mtime)
+	switch {
+	case l.FS.Remote:
+		return kept("owner-less, on a network file system (%s), where neither age nor this host's processes prove anything", l.FS.Name)
+	case res.Seen == verdict.SeenPartial:
+		return kept("owner-less, but not every process's open files could be seen, so a holder may be hiding (run as root)")
+	case res.Seen != verdict.SeenComplete:
+		return kept("owner-less, and the kernel was not asked who holds it")
+	case age <= f.LegacyOlderThan:
+		return skipped("owner-less, but it changed %s ago, within --legacy-older-than %s", age.Round(time.Second), f.LegacyOlderThan)
+	case len(l.Claims) > 0 || len(l.Others) > 0 || len(l.Writers) > 0 || len(l.Pending) > 0:
+		return kept("owner-less, but side files or other entries sit with it; resolve it by hand")
+	}
+	f.hook(BeforeOpen, l)
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		return kept("cannot open the registry directory: %v", err)
+	}
+	defer fsx.Close(dfd)
+	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return alreadyGone()
+	case err != nil:
+		return kept("cannot examine the lock: %v", err)
+	case !l.Info.Same(cur) || !cur.Mtime.Equal(l.Info.Mtime):
+		return skipped("the lock changed since it was judged; run lockctl doctor again")
+	}
+	lockPlace := place{dfd, l.Dir, l.Name}
+	claim := place{dfd, l.Dir, f.claimName(l, "")}
+	switch {
+	case l.Kind == scan.KindFile && len(l.Holders) == 1:
+		return f.legacyFile(l, lockPlace, claim)
+	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty && len(l.Holders) == 0:
+		return f.legacyDir(l, lockPlace, claim)
+	}
+	return kept("the legacy sweep removes only owner-less lock files and empty lock directories")
+}
+
+// legacyStill judges a claimed owner-less lock again: still owner-less, and
+// the kernel, asked again, shows no holder of that inode.
+func (f *Fixer) legacyStill(again *scan.Lock) (string, bool) {
+	r := f.Judge.Judge(again)
+	if r.Verdict != verdict.Ownerless || r.Seen != verdict.SeenComplete {
+		return fmt.Sprintf("judged again, it is %s (%s)", r.Verdict, r.Reason), false
+	}
+	return "", true
+}
+
+func (f *Fixer) legacyFile(l *scan.Lock, lock, claim place) Outcome {
+	rec, out := f.bind(l, l.Holders[0], lock, claim)
+	if out != nil {
+		return *out
+	}
+	f.hook(BeforeJudge, l)
+	again := *l
+	again.Holders = []scan.Record{rec}
+	if why, ok := f.legacyStill(&again); !ok {
+		return f.rollback(claim, lock, why)
+	}
+	f.hook(BeforeRemove, l)
+	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, false); err != nil {
+		return kept("cannot remove the claimed lock %s: %v", claim.path(), err)
+	}
+	return Outcome{Action: Removed, Reason: "owner-less and unchanged for longer than --legacy-older-than, with no holder the kernel knows of: claimed, checked, judged again and removed"}
+}
+
+func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
+	// 1. Claim the directory itself: from here on, whatever is done to it
+	// is done to the inode judged, wherever its name goes.
+	f.hook(BeforeClaim, l)
+	err := fsx.RenameNoReplace(lock.fd, lock.dir, lock.name, claim.fd, claim.dir, claim.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return alreadyGone()
+	case errors.Is(err, fsx.ErrNoReplaceUnsupported):
+		return kept("this file system cannot rename without replacing, so lockctl does not sweep here")
+	case err != nil:
+		return kept("cannot claim the lock directory: %v", err)
+	}
+	// 2. Verify: the same directory, and still empty.
+	f.hook(BeforeVerify, l)
+	cfd, err := fsx.OpenDirAt(claim.fd, claim.dir, claim.name)
+	if err != nil {
+		return f.rollback(claim, lock, fmt.Sprintf("cannot open the claimed directory: %v", err))
+	}
+	defer fsx.Close(cfd)
+	st, err := fsx.Fstat(cfd, claim.path())
+	if err != nil || !l.Info.Same(st) {
+		return f.rollback(claim, lock, "the directory changed since it was judged")
+	}
+	if ents, err := fsx.ReadDir(cfd, claim.path()); err != nil || len(ents) > 0 {
+		return f.rollback(claim, lock, "the directory is no longer empty")
+	}
+	// 3. Judge again, with the kernel asked again.
+	f.hook(BeforeJudge, l)
+	if why, ok := f.legacyStill(l); !ok {
+		return f.rollback(claim, lock, why)
+	}
+	// 4. Remove: rmdir fails if anything was put inside meanwhile.
+	f.hook(BeforeRemove, l)
+	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, true); err != nil {
+		return f.rollback(claim, lock, fmt.Sprintf("cannot remove the claimed directory: %v", err))
+	}
+	return Outcome{Action: Removed, Reason: "an empty lock directory, unchanged for longer than --legacy-older-than, with no holder the kernel knows of: claimed, checked, judged again and removed"}
 }

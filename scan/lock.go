@@ -54,7 +54,9 @@ type Lock struct {
 	Name string
 	Kind Kind
 	// Info describes the lock entry itself (zero when Kind is KindMissing).
-	Info   fsx.Stat
+	Info fsx.Stat
+	// FS is the file system of the directory holding the lock.
+	FS     fsx.FS
 	Format Format
 	// Holders are the holder records: the sibling <lock>.holder of
 	// generation A, every holder.<token> inside a generation B directory, or

@@ -143,11 +143,12 @@ func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
 			sides = append(sides, s)
 		}
 	}
+	dfs := &dirFS{fd: fd, path: dir}
 	switch {
 	case found:
-		return w.read(fd, dir, name, sides), nil
+		return w.read(fd, dir, name, sides, dfs), nil
 	case len(sides) > 0:
-		return w.orphan(fd, dir, name, sides), nil
+		return w.orphan(fd, dir, name, sides, dfs), nil
 	}
 	return nil, nil
 }
@@ -165,6 +166,28 @@ func ReadOne(dir, name string) (*Lock, error) {
 }
 
 type devIno struct{ dev, ino uint64 }
+
+// dirFS finds the file system of a directory once, and only if a lock in
+// it needs to know.
+type dirFS struct {
+	fd   int
+	path string
+	done bool
+	fs   fsx.FS
+}
+
+func (d *dirFS) get() fsx.FS {
+	if !d.done {
+		d.done = true
+		if fs, err := fsx.FSOf(d.fd, d.path); err == nil {
+			d.fs = fs
+		} else {
+			// Unknown: treated like a network file system, the cautious side.
+			d.fs = fsx.FS{Name: "unknown", Remote: true}
+		}
+	}
+	return d.fs
+}
 
 func escapeGlob(s string) string {
 	// Byte by byte: ranging over runes would turn an invalid UTF-8 byte
@@ -210,8 +233,9 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 			subdirs = append(subdirs, e.Name)
 		}
 	}
+	dfs := &dirFS{fd: fd, path: path}
 	for _, name := range locks {
-		if l := w.read(fd, path, name, sides[name]); l != nil {
+		if l := w.read(fd, path, name, sides[name], dfs); l != nil {
 			w.Found(l)
 		}
 		delete(sides, name)
@@ -223,7 +247,7 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		}
 		sort.Strings(bases)
 		for _, b := range bases {
-			w.Found(w.orphan(fd, path, b, sides[b]))
+			w.Found(w.orphan(fd, path, b, sides[b], dfs))
 		}
 	}
 	for _, name := range subdirs {
@@ -265,14 +289,14 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 
 // read reads the lock name in the directory open at fd, with its side files.
 // It returns nil if the lock vanished and left nothing behind.
-func (w *Walker) read(fd int, dir, name string, sides []side) *Lock {
-	l := &Lock{Path: filepath.Join(dir, name), Dir: dir, Name: name, Format: FormatUnrecognized}
+func (w *Walker) read(fd int, dir, name string, sides []side, dfs *dirFS) *Lock {
+	l := &Lock{Path: filepath.Join(dir, name), Dir: dir, Name: name, Format: FormatUnrecognized, FS: dfs.get()}
 	st, err := fsx.Lstatat(fd, dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(sides) == 0 {
 			return nil
 		}
-		return w.orphan(fd, dir, name, sides)
+		return w.orphan(fd, dir, name, sides, dfs)
 	}
 	if err != nil {
 		l.Kind = KindOther
@@ -457,8 +481,8 @@ func readSideDir(fd int, dir, name string) Record {
 
 // orphan makes a Lock for side files whose lock no longer exists: an
 // abandoned break, release or publish.
-func (w *Walker) orphan(fd int, dir, base string, sides []side) *Lock {
-	l := &Lock{Path: filepath.Join(dir, base), Dir: dir, Name: base, Kind: KindMissing, Format: FormatUnrecognized}
+func (w *Walker) orphan(fd int, dir, base string, sides []side, dfs *dirFS) *Lock {
+	l := &Lock{Path: filepath.Join(dir, base), Dir: dir, Name: base, Kind: KindMissing, Format: FormatUnrecognized, FS: dfs.get()}
 	w.readSides(fd, l, sides)
 	for _, c := range l.Claims {
 		if c.Record.Holder != nil {

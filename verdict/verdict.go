@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
 )
 
@@ -90,13 +91,24 @@ type Result struct {
 	Caveat string
 	// Notes are further evidence worth an operator's eye.
 	Notes []string
+	// Seen says how far kernel evidence was looked for (owner-less locks).
+	Seen Seen
 }
 
 // Judge judges locks against one host and one probe.
 type Judge struct {
 	Host  Host
 	Probe Probe
+	// Evidence, when set, is asked who holds a lock that has no usable
+	// owner record.
+	Evidence Evidence
 }
+
+// BootMargin is how long before this boot a record must have last changed
+// to be taken as written in an earlier boot. Clocks are often set after
+// boot; the margin keeps a record written in this boot, under a clock not
+// yet set, from reading as older.
+const BootMargin = 10 * time.Minute
 
 // RecycleMargin is how much later than its record a process must have
 // started before it is called another process. Start times are converted to
@@ -117,8 +129,57 @@ type judged struct {
 func (a *judged) moreHeld(b judged) bool { return a == nil || heldness[b.v] > heldness[a.v] }
 
 // Judge returns the verdict on l. It reads the kernel through the probe and
-// nothing else; it never touches the disk.
+// the evidence, and nothing else; it never touches the disk.
 func (j *Judge) Judge(l *scan.Lock) Result {
+	r := j.judge(l)
+	if r.Verdict == Ownerless {
+		r = j.kernelHolders(r)
+	}
+	return r
+}
+
+// kernelHolders asks the kernel who holds an owner-less lock: a live
+// process with an advisory lock on it, or with it open, holds it.
+func (j *Judge) kernelHolders(r Result) Result {
+	l := r.Lock
+	if j.Evidence == nil || l.Kind == scan.KindMissing {
+		return r
+	}
+	files := []fsx.Stat{l.Info}
+	for _, h := range l.Holders {
+		if h.Info.Ino != 0 {
+			files = append(files, h.Info)
+		}
+	}
+	var found []KernelHolder
+	complete := true
+	for _, f := range files {
+		hs, c := j.Evidence.Holders(f.Dev, f.Ino)
+		found = append(found, hs...)
+		complete = complete && c
+	}
+	if len(found) == 0 {
+		r.Seen = SeenComplete
+		if !complete {
+			r.Seen = SeenPartial
+			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read (run as root to be sure)")
+		}
+		return r
+	}
+	h := found[0]
+	how := h.How + " held"
+	if h.How == "open" {
+		how = "held open"
+	}
+	r.Verdict, r.Remove, r.Caveat = Live, nil, ""
+	r.Reason = fmt.Sprintf("no owner record (%s); %s by pid %d (%s)", r.Reason, how, h.Pid, h.Comm)
+	for _, o := range found[1:] {
+		r.Notes = append(r.Notes, fmt.Sprintf("also %s by pid %d (%s)", o.How, o.Pid, o.Comm))
+	}
+	return r
+}
+
+func (j *Judge) judge(l *scan.Lock) Result {
 	r := Result{Lock: l, Modified: l.Info.Mtime}
 	switch {
 	case l.Err != nil:
@@ -197,24 +258,35 @@ func (j *Judge) record(l *scan.Lock, rec *scan.Record) judged {
 			"the holder record %s (written %s) is older than the lock directory (made %s): it was left by an earlier holder, and this directory's owner is unknown",
 			rec.File, stamp(rec.Info.Mtime), stamp(l.Info.Created()))}
 	}
-	return j.holder(rec.Holder, l.Format, rec.Info.Mtime)
+	return j.holder(rec.Holder, l.Format, rec.Info, l.FS)
 }
 
 // holder judges what one record says, given when the record was written.
 // The order is the argument: where a record was written decides whether
 // this host may judge it at all, before any pid is looked at, because a pid
 // from another host or namespace names some unrelated process here.
-func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) judged {
+func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx.FS) judged {
 	jd := judged{holder: h}
 	out := func(v Verdict, format string, args ...any) judged {
 		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
 		return jd
 	}
+	written := info.Mtime
 	if h.Scope != "" {
 		if j.Host.Scope == "" {
 			return out(Unknown, "the record carries a scope, but this host's cannot be computed (%v)", j.Host.ScopeErr)
 		}
 		if h.Scope != j.Host.Scope {
+			// The scope folds machine, boot and namespace into one digest:
+			// a mismatch alone cannot say which. A record of this host's,
+			// on a local disk, written before this boot, can only name a
+			// process that ended with an earlier boot. (Written: its
+			// modification time, which a restore with preserved times
+			// also carries; see docs/verdicts.md.)
+			if j.sameHost(h.Host) && !fs.Remote && !j.Host.BootTime.IsZero() &&
+				!info.Mtime.IsZero() && info.Mtime.Before(j.Host.BootTime.Add(-BootMargin)) {
+				return out(Gone, "its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime))
+			}
 			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)
 		}
 	}
@@ -222,7 +294,7 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) ju
 		if j.Host.Name == "" {
 			return out(Unknown, "the record names host %s, and this host's name cannot be read", h.Host)
 		}
-		if !strings.EqualFold(h.Host, j.Host.Name) {
+		if !j.sameHost(h.Host) {
 			return out(Foreign, "the record names host %s, and this is %s: run lockctl doctor on %s", h.Host, j.Host.Name, h.Host)
 		}
 	}
@@ -231,8 +303,14 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, written time.Time) ju
 			return out(Unknown, "the record names boot %s, and this boot's id cannot be read", h.BootID)
 		}
 		if h.BootID != j.Host.BootID {
+			if fs.Remote {
+				return out(Foreign, "the record is from boot %s of a host named %s, on a network file system (%s) that another machine of that name may share: judge it there", h.BootID, h.Host, fs.Name)
+			}
 			return out(Gone, "the record is from boot %s, and this is boot %s: its holder ended with that boot", h.BootID, j.Host.BootID)
 		}
+	}
+	if h.Host == "" && fs.Remote {
+		return out(Foreign, "the record is a bare pid on a network file system (%s), where it may belong to another host: judge it on the host that wrote it", fs.Name)
 	}
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
 		return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
@@ -312,6 +390,8 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 	}
 	return out(Live, "%s is running", who)
 }
+
+func (j *Judge) sameHost(h string) bool { return h != "" && strings.EqualFold(h, j.Host.Name) }
 
 // writers checks generation B writer evidence: a holder that is gone while
 // one of its writers runs still holds the lock.
@@ -445,7 +525,7 @@ func (j *Judge) claimed(r Result) Result {
 	case c.Record.Err != nil:
 		rec = j.record(l, &c.Record)
 	default:
-		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info.Mtime)
+		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
 	}
 	r.Holder = c.Record.Holder
 	r.Started = rec.started

@@ -22,8 +22,10 @@ type Stat struct {
 	Nlink uint64
 	Uid   uint32
 	Size  int64
-	// Mtime is the last modification time.
+	// Mtime is the last modification time; Ctime the last status change
+	// (which a rename also sets, and which utime cannot set back).
 	Mtime time.Time
+	Ctime time.Time
 	// Btime is the birth time, or the zero time where the file system does
 	// not record one.
 	Btime time.Time
@@ -63,4 +65,15 @@ func pathErr(op, dir, name string, err error) error {
 		p = filepath.Join(dir, name)
 	}
 	return &fs.PathError{Op: op, Path: p, Err: err}
+}
+
+// FS describes the file system a directory is on.
+type FS struct {
+	// Name is a short name for the file system type ("ext4", "nfs", ...),
+	// or its magic number in hex when lockctl does not know it.
+	Name string
+	// Remote is true for network and user-space file systems (NFS, SMB,
+	// FUSE, ...), where a pid recorded in a file may belong to another host
+	// and renameat2(RENAME_NOREPLACE) may be missing.
+	Remote bool
 }

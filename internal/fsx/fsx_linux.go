@@ -5,6 +5,7 @@ package fsx
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,7 @@ func fromStatx(x *unix.Statx_t) Stat {
 		Uid:   x.Uid,
 		Size:  int64(x.Size),
 		Mtime: time.Unix(x.Mtime.Sec, int64(x.Mtime.Nsec)),
+		Ctime: time.Unix(x.Ctime.Sec, int64(x.Ctime.Nsec)),
 	}
 	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
 		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
@@ -363,4 +365,44 @@ func Fsync(fd int, path string) error {
 		return pathErr("fsync", path, "", err)
 	}
 	return nil
+}
+
+// File system magic numbers (statfs f_type) that lockctl names.
+var fsTypes = map[uint32]FS{
+	0xEF53:     {Name: "ext4"},
+	0x01021994: {Name: "tmpfs"},
+	0x58465342: {Name: "xfs"},
+	0x9123683E: {Name: "btrfs"},
+	0x2FC12FC1: {Name: "zfs"},
+	0x794c7630: {Name: "overlay"},
+	0x9fa0:     {Name: "proc"},
+	0x6969:     {Name: "nfs", Remote: true},
+	0x517B:     {Name: "smb", Remote: true},
+	0xFF534D42: {Name: "cifs", Remote: true},
+	0xFE534D42: {Name: "smb2", Remote: true},
+	0x65735546: {Name: "fuse", Remote: true},
+	0x00C36400: {Name: "ceph", Remote: true},
+	0x5346414F: {Name: "afs", Remote: true},
+	0x6B414653: {Name: "afs", Remote: true},
+	0x01021997: {Name: "9p", Remote: true},
+	0x0BD00BD0: {Name: "lustre", Remote: true},
+	0x01161970: {Name: "gfs2", Remote: true},
+	0x7461636f: {Name: "ocfs2", Remote: true},
+	0x47504653: {Name: "gpfs", Remote: true},
+	0x73757245: {Name: "coda", Remote: true},
+	0x564c:     {Name: "ncp", Remote: true},
+}
+
+// FSOf reports the file system of the open directory fd.
+func FSOf(fd int, path string) (FS, error) {
+	var st unix.Statfs_t
+	if err := retry(func() error { return unix.Fstatfs(fd, &st) }); err != nil {
+		return FS{}, pathErr("statfs", path, "", err)
+	}
+	// f_type is signed on some architectures: the magic is its low 32 bits.
+	t := uint32(st.Type)
+	if f, ok := fsTypes[t]; ok {
+		return f, nil
+	}
+	return FS{Name: fmt.Sprintf("0x%x", t)}, nil
 }

@@ -1,0 +1,177 @@
+//go:build linux
+
+package verdict
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// KernelEvidence reads /proc/locks and every process's /proc/<pid>/fd, once,
+// the first time it is asked. It never forks (no lsof, no fuser).
+type KernelEvidence struct {
+	// Probe checks that a pid named in /proc/locks is still running (a
+	// flock outlives the process that took it when a child inherited the
+	// descriptor). Nil means KernelProbe.
+	Probe Probe
+
+	// Fresh re-reads /proc/locks on every question (cheap), while the index
+	// of open files is still built once: for re-judging a claimed lock
+	// just before it is removed.
+	Fresh bool
+
+	once     sync.Once
+	locks    map[devIno][]procLock
+	open     map[devIno][]int
+	complete bool
+}
+
+type devIno struct{ dev, ino uint64 }
+
+type procLock struct {
+	pid int
+	how string
+}
+
+// Holders implements Evidence.
+func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
+	k.once.Do(k.gather)
+	if k.Fresh {
+		k.readLocks()
+	}
+	probe := k.Probe
+	if probe == nil {
+		probe = KernelProbe{}
+	}
+	key := devIno{dev, ino}
+	var hs []KernelHolder
+	seen := map[int]bool{}
+	for _, l := range k.locks[key] {
+		if l.pid > 0 && !seen[l.pid] {
+			if p := probe.Probe(l.pid); p.State == StateRunning {
+				seen[l.pid] = true
+				hs = append(hs, KernelHolder{Pid: l.pid, Comm: p.Comm, How: l.how})
+			}
+		}
+	}
+	// A lock whose recorded pid is gone (inherited, or an OFD lock, which
+	// /proc/locks shows as pid -1) is held by whoever has the file open.
+	how := "open"
+	if len(k.locks[key]) > 0 && len(hs) == 0 {
+		how = k.locks[key][0].how
+	}
+	for _, pid := range k.open[key] {
+		if !seen[pid] {
+			seen[pid] = true
+			hs = append(hs, KernelHolder{Pid: pid, Comm: comm(pid), How: how})
+		}
+	}
+	return hs, k.complete
+}
+
+func comm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+func (k *KernelEvidence) gather() {
+	k.open = map[devIno][]int{}
+	k.complete = true
+	k.readLocks()
+	self := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		k.complete = false
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if !k.scanFds(pid) {
+			k.complete = false
+		}
+	}
+}
+
+func (k *KernelEvidence) readLocks() {
+	k.locks = map[devIno][]procLock{}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		k.complete = false
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if key, l, ok := parseProcLock(sc.Text()); ok {
+			k.locks[key] = append(k.locks[key], l)
+		}
+	}
+}
+
+// scanFds indexes the files pid has open. It returns false when they
+// could not be seen (not for a process that has simply exited).
+func (k *KernelEvidence) scanFds(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	f, err := os.Open(dir)
+	if err != nil {
+		return os.IsNotExist(err) // exited: nothing to see; EACCES: unseen
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return false
+	}
+	fd := int(f.Fd())
+	for _, n := range names {
+		var st unix.Stat_t
+		// The fd entries are magic links: stat follows them to the file.
+		if unix.Fstatat(fd, n, &st, 0) != nil {
+			continue
+		}
+		key := devIno{uint64(st.Dev), st.Ino}
+		k.open[key] = append(k.open[key], pid)
+	}
+	return true
+}
+
+// parseProcLock parses one line of /proc/locks:
+//
+//	1: FLOCK  ADVISORY  WRITE 812 08:02:1234 0 EOF
+//	2: OFDLCK ADVISORY  READ  -1 00:2a:99 0 EOF
+//	3: -> FLOCK ADVISORY WRITE 813 08:02:1234 0 EOF   (a waiter: skipped)
+func parseProcLock(line string) (devIno, procLock, bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 || f[1] == "->" {
+		return devIno{}, procLock{}, false
+	}
+	how := map[string]string{"FLOCK": "flock", "POSIX": "POSIX lock", "OFDLCK": "OFD lock", "LEASE": "lease", "DELEG": "lease"}[f[1]]
+	if how == "" {
+		return devIno{}, procLock{}, false
+	}
+	pid, err := strconv.Atoi(f[4])
+	if err != nil {
+		return devIno{}, procLock{}, false
+	}
+	parts := strings.Split(f[5], ":")
+	if len(parts) != 3 {
+		return devIno{}, procLock{}, false
+	}
+	maj, err1 := strconv.ParseUint(parts[0], 16, 32)
+	min, err2 := strconv.ParseUint(parts[1], 16, 32)
+	ino, err3 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return devIno{}, procLock{}, false
+	}
+	return devIno{unix.Mkdev(uint32(maj), uint32(min)), ino}, procLock{pid: pid, how: how}, true
+}
