@@ -33,10 +33,13 @@ Nothing else is ever touched.
 
 Exit status: 0 when no lock needs attention (after --fix, when none still
 does), 1 when a lock has a verdict in the fail set (--fail-on), 2 on a usage
-error or a PATH that cannot be read.`,
+error or a PATH that cannot be read (the report is still written), or when
+the report cannot be written.`,
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
+			formatFlag(),
+			outputFlag(),
 			&cli.BoolFlag{Name: "fix", Usage: "remove gone locks and finish abandoned breaks, each bound to the holder judged; touches nothing else"},
 			&cli.DurationFlag{Name: "legacy-older-than", Usage: "with --fix, also remove owner-less locks unchanged for longer than `DUR` that no process holds (local file systems only)"},
 			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
@@ -103,6 +106,10 @@ func defaultPaths() (paths []string, named bool) {
 
 func doctorAction(c *cli.Context) error {
 	fail, err := parseFailOn(c.String("fail-on"))
+	if err != nil {
+		return err
+	}
+	form, err := parseReportForm(c)
 	if err != nil {
 		return err
 	}
@@ -182,16 +189,10 @@ func doctorAction(c *cli.Context) error {
 	}
 	rep.Sort()
 
-	out := c.App.Writer
-	if c.Bool("json") {
-		err = report.WriteJSON(out, rep)
-	} else {
-		err = report.WriteText(out, rep, report.NewStyles(out))
-	}
-	if err != nil {
+	if err := form.write(c.App.Writer, rep); err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
 	}
-	if n := rep.Counts()[verdict.Gone]; n > 0 && !c.Bool("json") && !c.Bool("fix") {
+	if n := rep.Counts()[verdict.Gone]; n > 0 && form.format == formatText && !c.Bool("fix") {
 		fmt.Fprintf(stderr, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
 	}
 	switch {

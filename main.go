@@ -85,6 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError:              onUsage,
 		DisableSliceFlagSeparator: true,
 		HideVersion:               true,
-		Commands:                  append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
+		Commands: append(append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
+			completionCommand(onUsage), manCommand(onUsage)),
 	}
 }
