@@ -127,8 +127,8 @@ func doctorAction(c *cli.Context) error {
 	if legacy != 0 && !c.Bool("fix") {
 		return usageErr("--legacy-older-than only makes sense with --fix")
 	}
-	if legacy < 0 {
-		return usageErr("--legacy-older-than must be positive")
+	if legacy < 0 || c.IsSet("legacy-older-than") && legacy == 0 {
+		return usageErr("--legacy-older-than must be positive (a duration such as 1h)")
 	}
 	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}, Evidence: &verdict.KernelEvidence{}}
 	note := func(err error, suffix string) {

@@ -515,8 +515,11 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 // the kernel, asked again, shows no holder of that inode.
 func (f *Fixer) legacyStill(again *scan.Lock) (string, bool) {
 	r := f.Judge.Judge(again)
-	if r.Verdict != verdict.Ownerless || r.Seen != verdict.SeenComplete {
+	switch {
+	case r.Verdict != verdict.Ownerless:
 		return fmt.Sprintf("judged again, it is %s (%s)", r.Verdict, r.Reason), false
+	case r.Seen != verdict.SeenComplete:
+		return "judged again, not every process's open files could be seen, so a holder may be hiding", false
 	}
 	return "", true
 }

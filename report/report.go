@@ -279,7 +279,7 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 			line(label, c)
 		}
 	}
-	if res.Caveat != "" {
+	if res.Caveat != "" && (!fixed || o.Action != fix.Removed) {
 		line("caveat", Clean(res.Caveat))
 	}
 	for _, n := range res.Notes {

@@ -4,6 +4,8 @@ package verdict
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -71,6 +73,14 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 			hs = append(hs, KernelHolder{Pid: pid, Comm: comm(pid), How: how})
 		}
 	}
+	// The kernel drops an advisory lock when the last descriptor to it
+	// closes: an entry in /proc/locks is a held lock, whoever holds it now,
+	// even if its locker has exited and the holder opened the file after
+	// the index of open files was built.
+	if len(hs) == 0 && len(k.locks[key]) > 0 {
+		l := k.locks[key][0]
+		hs = append(hs, KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)"})
+	}
 	return hs, k.complete
 }
 
@@ -86,6 +96,12 @@ func (k *KernelEvidence) gather() {
 	k.open = map[devIno][]int{}
 	k.complete = true
 	k.readLocks()
+	// In a pid namespace other than the initial one (a container), /proc
+	// and /proc/locks show only this namespace's processes: a holder
+	// outside it is invisible, so no answer here can be complete.
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err != nil || ns != initialPidNS {
+		k.complete = false
+	}
 	self := os.Getpid()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -119,6 +135,9 @@ func (k *KernelEvidence) readLocks() {
 	}
 }
 
+// initialPidNS is the initial pid namespace (PROC_PID_INIT_INO).
+const initialPidNS = "pid:[4026531836]"
+
 // scanFds indexes the files pid has open. It returns false when they
 // could not be seen (not for a process that has simply exited).
 func (k *KernelEvidence) scanFds(pid int) bool {
@@ -130,16 +149,19 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return false
+		// A process that exits while it is being read is not unseen.
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 	}
 	fd := int(f.Fd())
 	for _, n := range names {
-		var st unix.Stat_t
-		// The fd entries are magic links: stat follows them to the file.
-		if unix.Fstatat(fd, n, &st, 0) != nil {
+		var st unix.Statx_t
+		// The fd entries are magic links: statx follows them to the file.
+		// AT_STATX_DONT_SYNC keeps a hung NFS server from stalling the
+		// scan (a hung FUSE server still can).
+		if unix.Statx(fd, n, unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &st) != nil {
 			continue
 		}
-		key := devIno{uint64(st.Dev), st.Ino}
+		key := devIno{unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino}
 		k.open[key] = append(k.open[key], pid)
 	}
 	return true

@@ -147,7 +147,8 @@ func (j *Judge) kernelHolders(r Result) Result {
 	}
 	files := []fsx.Stat{l.Info}
 	for _, h := range l.Holders {
-		if h.Info.Ino != 0 {
+		// A lock file is its own record: ask about each inode once.
+		if h.Info.Ino != 0 && !h.Info.SameFile(l.Info) {
 			files = append(files, h.Info)
 		}
 	}
@@ -174,7 +175,11 @@ func (j *Judge) kernelHolders(r Result) Result {
 	r.Verdict, r.Remove, r.Caveat = Live, nil, ""
 	r.Reason = fmt.Sprintf("no owner record (%s); %s by pid %d (%s)", r.Reason, how, h.Pid, h.Comm)
 	for _, o := range found[1:] {
-		r.Notes = append(r.Notes, fmt.Sprintf("also %s by pid %d (%s)", o.How, o.Pid, o.Comm))
+		how := o.How + " held"
+		if o.How == "open" {
+			how = "held open"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("also %s by pid %d (%s)", how, o.Pid, o.Comm))
 	}
 	return r
 }

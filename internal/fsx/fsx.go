@@ -22,10 +22,8 @@ type Stat struct {
 	Nlink uint64
 	Uid   uint32
 	Size  int64
-	// Mtime is the last modification time; Ctime the last status change
-	// (which a rename also sets, and which utime cannot set back).
+	// Mtime is the last modification time.
 	Mtime time.Time
-	Ctime time.Time
 	// Btime is the birth time, or the zero time where the file system does
 	// not record one.
 	Btime time.Time

@@ -71,7 +71,6 @@ func fromStatx(x *unix.Statx_t) Stat {
 		Uid:   x.Uid,
 		Size:  int64(x.Size),
 		Mtime: time.Unix(x.Mtime.Sec, int64(x.Mtime.Nsec)),
-		Ctime: time.Unix(x.Ctime.Sec, int64(x.Ctime.Nsec)),
 	}
 	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
 		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
@@ -376,6 +375,25 @@ var fsTypes = map[uint32]FS{
 	0x2FC12FC1: {Name: "zfs"},
 	0x794c7630: {Name: "overlay"},
 	0x9fa0:     {Name: "proc"},
+	0x858458f6: {Name: "ramfs"},
+	0xF2F52010: {Name: "f2fs"},
+	0x73717368: {Name: "squashfs"},
+	0xE0F5E1E2: {Name: "erofs"},
+	0x4d44:     {Name: "vfat"},
+	0x2011BAB0: {Name: "exfat"},
+	0x5346544e: {Name: "ntfs"},
+	0x7366746e: {Name: "ntfs3"},
+	0x3153464a: {Name: "jfs"},
+	0x52654973: {Name: "reiserfs"},
+	0x482b:     {Name: "hfsplus"},
+	0xca451a4e: {Name: "bcachefs"},
+	0x3434:     {Name: "nilfs"},
+	0x9660:     {Name: "iso9660"},
+	0x15013346: {Name: "udf"},
+	0xf15f:     {Name: "ecryptfs"},
+	0x28cd3d45: {Name: "cramfs"},
+	0x62656572: {Name: "sysfs"},
+	0x63677270: {Name: "cgroup2"},
 	0x6969:     {Name: "nfs", Remote: true},
 	0x517B:     {Name: "smb", Remote: true},
 	0xFF534D42: {Name: "cifs", Remote: true},
@@ -404,5 +422,7 @@ func FSOf(fd int, path string) (FS, error) {
 	if f, ok := fsTypes[t]; ok {
 		return f, nil
 	}
-	return FS{Name: fmt.Sprintf("0x%x", t)}, nil
+	// A type lockctl does not know may be shared with other hosts: the
+	// cautious side is remote.
+	return FS{Name: fmt.Sprintf("0x%x", t), Remote: true}, nil
 }

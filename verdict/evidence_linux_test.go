@@ -1,0 +1,811 @@
+//go:build linux
+
+package verdict
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/scan"
+	"golang.org/x/sys/unix"
+)
+
+// KernelEvidence against real processes. Every holder is this test binary
+// re-run in a role (TestEvidenceHelperProcess): it takes its lock, says
+// "ready" on stdout, and holds on until its stdin closes. Every child is
+// waited for.
+
+const (
+	evRoleEnv   = "LOCKCTL_EVIDENCE_TEST_ROLE"
+	evPathEnv   = "LOCKCTL_EVIDENCE_TEST_PATH"
+	evQueryEnv  = "LOCKCTL_EVIDENCE_TEST_QUERY"
+	evReady     = "lockctl-evidence-ready"
+	evResultTag = "lockctl-evidence-result:"
+	evComm      = "verdict.test" // the holders' command name
+)
+
+// TestEvidenceHelperProcess is not a test: it is the holder process (or,
+// for the unprivileged test, the asker) that the tests here start.
+func TestEvidenceHelperProcess(t *testing.T) {
+	role := os.Getenv(evRoleEnv)
+	if role == "" {
+		t.Skip("not a test: the process the kernel evidence tests start")
+	}
+	os.Exit(evidenceHelper(role, os.Getenv(evPathEnv)))
+}
+
+func evidenceHelper(role, path string) int {
+	fail := func(err error) int { fmt.Fprintf(os.Stderr, "helper %s %s: %v\n", role, path, err); return 3 }
+	hold := func() int {
+		fmt.Println(evReady)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	}
+	open := func(flags int) (int, error) { return unix.Open(path, flags|unix.O_CLOEXEC, 0) }
+	wholeFile := func(typ int16) *unix.Flock_t { return &unix.Flock_t{Type: typ, Whence: io.SeekStart} }
+	switch role {
+	case "flock": // a file or a directory
+		fd, err := open(unix.O_RDONLY)
+		if err == nil {
+			err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return hold()
+	case "posix":
+		fd, err := open(unix.O_RDWR)
+		if err == nil {
+			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, wholeFile(unix.F_WRLCK))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return hold()
+	case "ofd":
+		fd, err := open(unix.O_RDWR)
+		if err == nil {
+			err = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, wholeFile(unix.F_WRLCK))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return hold()
+	case "open":
+		if _, err := open(unix.O_RDONLY); err != nil {
+			return fail(err)
+		}
+		return hold()
+	case "hold-fd3": // holds what it inherited as fd 3
+		return hold()
+	case "flock-fd3-and-exit": // locks the inherited fd 3, then exits
+		if err := unix.Flock(3, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			return fail(err)
+		}
+		fmt.Println(evReady)
+		return 0
+	case "evidence": // asks KernelEvidence about each dev:ino in the query
+		k := &KernelEvidence{}
+		for _, q := range strings.Split(os.Getenv(evQueryEnv), ",") {
+			var dev, ino uint64
+			if _, err := fmt.Sscanf(q, "%d:%d", &dev, &ino); err != nil {
+				return fail(err)
+			}
+			hs, complete := k.Holders(dev, ino)
+			b, _ := json.Marshal(evResult{Uid: os.Getuid(), Pid: os.Getpid(), Query: q, Holders: hs, Complete: complete})
+			fmt.Printf("%s%s\n", evResultTag, b)
+		}
+		return 0
+	}
+	return fail(fmt.Errorf("unknown role"))
+}
+
+type evResult struct {
+	Uid, Pid int
+	Query    string
+	Holders  []KernelHolder
+	Complete bool
+}
+
+type helperProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	done  chan struct{}
+	pid   int
+}
+
+// startHelper starts this binary in role on path, with extra files as fd 3
+// on, and waits (with a deadline, not a sleep) until it says it is ready.
+// At cleanup its stdin is closed and it is waited for (killed if it will
+// not go).
+func startHelper(t *testing.T, exe, role, path string, cred *syscall.Credential, extra ...*os.File) *helperProc {
+	t.Helper()
+	cmd := exec.Command(exe, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), evRoleEnv+"="+role, evPathEnv+"="+path)
+	cmd.ExtraFiles = extra
+	cmd.Stderr = os.Stderr
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = filepath.Dir(exe)
+	}
+	return startCmd(t, cmd)
+}
+
+func startCmd(t *testing.T, cmd *exec.Cmd) *helperProc {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		t.Fatalf("cannot start %v: %v", cmd.Args, err)
+	}
+	w.Close()
+	h := &helperProc{cmd: cmd, stdin: stdin, lines: make(chan string, 64), done: make(chan struct{}), pid: cmd.Process.Pid}
+	go func() {
+		// EOF comes when the helper (the only writer) has exited.
+		defer r.Close()
+		defer close(h.lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-h.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-h.done
+		}
+	})
+	h.await(t, evReady)
+	return h
+}
+
+// await waits up to 10s for a line of output starting with prefix, and
+// returns it.
+func (h *helperProc) await(t *testing.T, prefix string) string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("pid %d (%v) ended without printing %q", h.pid, h.cmd.Args, prefix)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("pid %d (%v) did not print %q within 10s", h.pid, h.cmd.Args, prefix)
+		}
+	}
+}
+
+// exited waits up to 10s for the helper to exit by itself (it is reaped).
+func (h *helperProc) exited(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pid %d did not exit within 10s", h.pid)
+	}
+}
+
+func testExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("cannot find the test binary: %v", err)
+	}
+	return exe
+}
+
+func statDevIno(t *testing.T, path string) (uint64, uint64) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Dev, st.Ino
+}
+
+// procLocksFor polls /proc/locks, up to 10s, until it shows an entry (not
+// a waiter) for dev:ino, and returns the pids those entries show. This
+// reads /proc/locks independently of parseProcLock.
+func procLocksFor(t *testing.T, dev, ino uint64) []int {
+	t.Helper()
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), ino)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pids []int
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 6 && f[1] != "->" && f[5] == want {
+				pid, err := strconv.Atoi(f[4])
+				if err != nil {
+					t.Fatalf("/proc/locks: %q", line)
+				}
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) > 0 {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/proc/locks shows no lock on %s within 10s:\n%s", want, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mkEmpty(t *testing.T, path string, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holders asks a new KernelEvidence about dev:ino. As root, it asks again
+// (up to 20 times) while the answer is incomplete: a process that exits
+// while its fds are read makes a gathering incomplete (see
+// TestKernelEvidenceCompleteWhileProcessesExit), and other tests running
+// alongside start and end processes all the time.
+func holders(t *testing.T, dev, ino uint64) ([]KernelHolder, bool) {
+	t.Helper()
+	for range 20 {
+		hs, complete := (&KernelEvidence{}).Holders(dev, ino)
+		if complete || os.Geteuid() != 0 {
+			return hs, complete
+		}
+	}
+	t.Fatalf("as root, 20 gatherings in a row were incomplete")
+	return nil, false
+}
+
+func sameHolders(got, want []KernelHolder) bool {
+	key := func(hs []KernelHolder) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, fmt.Sprintf("%d/%s/%s", h.Pid, h.Comm, h.How))
+		}
+		sort.Strings(out)
+		return out
+	}
+	return strings.Join(key(got), ",") == strings.Join(key(want), ",")
+}
+
+func TestParseProcLock(t *testing.T) {
+	type want struct {
+		dev, ino uint64
+		pid      int
+		how      string
+	}
+	for _, tc := range []struct {
+		line string
+		want *want // nil: the line is skipped
+	}{
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:1234 0 EOF", &want{unix.Mkdev(8, 2), 1234, 812, "flock"}},
+		{"2: POSIX  ADVISORY  WRITE 4242 fd:01:1234 0 EOF", &want{unix.Mkdev(0xfd, 1), 1234, 4242, "POSIX lock"}},
+		{"3: OFDLCK ADVISORY  READ  -1 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, -1, "OFD lock"}},
+		{"4: LEASE  ACTIVE    READ  555 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 555, "lease"}},
+		{"5: LEASE  BREAKING  READ  556 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 556, "lease"}},
+		{"6: DELEG  ACTIVE    READ  557 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 557, "lease"}},
+		// A block device with a major above 255 (NVMe partitions: 259).
+		{"7: FLOCK  ADVISORY  WRITE 900 103:05:18446744073709551615 0 EOF", &want{unix.Mkdev(259, 5), 1<<64 - 1, 900, "flock"}},
+		{"8: POSIX  ADVISORY  READ 901 00:1d:7 128 255", &want{unix.Mkdev(0, 0x1d), 7, 901, "POSIX lock"}},
+		// Upper-case hex.
+		{"9: FLOCK  ADVISORY  WRITE 902 FD:0A:3 0 EOF", &want{unix.Mkdev(0xfd, 0xa), 3, 902, "flock"}},
+		// Waiters are not holders.
+		{"1: -> FLOCK  ADVISORY  WRITE 813 08:02:1234 0 EOF", nil},
+		{"2: -> POSIX  ADVISORY  WRITE 814 fd:01:1234 0 EOF", nil},
+		// Malformed.
+		{"", nil},
+		{"1:", nil},
+		{"1: FLOCK  ADVISORY  WRITE", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812", nil},
+		{"1: FLOCK  ADVISORY  WRITE abc 08:02:1234 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:12:34 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 zz:02:1234 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:zz:1234 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:0x10 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:-1 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:18446744073709551616 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 100000000:02:1 0 EOF", nil},
+		{"1: FLOCK  ADVISORY  WRITE 812 ::1 0 EOF", nil},
+		{"1: MANDLCK ADVISORY WRITE 812 08:02:1234 0 EOF", nil},
+		{"1: flock  ADVISORY  WRITE 812 08:02:1234 0 EOF", nil},
+	} {
+		key, l, ok := parseProcLock(tc.line)
+		switch {
+		case tc.want == nil && ok:
+			t.Errorf("parseProcLock(%q) = %v %+v, want it skipped", tc.line, key, l)
+		case tc.want == nil:
+		case !ok:
+			t.Errorf("parseProcLock(%q) skipped it, want %+v", tc.line, *tc.want)
+		case key != (devIno{tc.want.dev, tc.want.ino}) || l.pid != tc.want.pid || l.how != tc.want.how:
+			t.Errorf("parseProcLock(%q) = %d:%d pid %d %q, want %d:%d pid %d %q", tc.line,
+				key.dev, key.ino, l.pid, l.how, tc.want.dev, tc.want.ino, tc.want.pid, tc.want.how)
+		}
+	}
+}
+
+// TestParseProcLockReal: the device and inode parseProcLock reads from a
+// real /proc/locks line are the ones stat reports for the locked file.
+func TestParseProcLockReal(t *testing.T) {
+	exe := testExe(t)
+	for _, place := range []string{t.TempDir(), "/dev/shm"} {
+		if _, err := os.Stat(place); err != nil {
+			continue
+		}
+		dir, err := os.MkdirTemp(place, "lockctl-evidence-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		f := filepath.Join(dir, "x.lock")
+		mkEmpty(t, f, "")
+		h := startHelper(t, exe, "flock", f, nil)
+		dev, ino := statDevIno(t, f)
+		procLocksFor(t, dev, ino)
+		b, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			key, l, ok := parseProcLock(line)
+			if ok && l.pid == h.pid {
+				found = true
+				if key != (devIno{dev, ino}) || l.how != "flock" {
+					t.Errorf("%s: parseProcLock(%q) = %d:%d %q, want %d:%d (stat) flock", place, line, key.dev, key.ino, l.how, dev, ino)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no line of /proc/locks parsed to pid %d:\n%s", place, h.pid, b)
+		}
+	}
+}
+
+// TestKernelEvidenceHolders: each way of holding a file, by a real
+// process, is found and named.
+func TestKernelEvidenceHolders(t *testing.T) {
+	exe := testExe(t)
+	for _, tc := range []struct {
+		name, role, how string
+		dir             bool
+		// lockPid is what /proc/locks must show: 0 for no lock, -1 for an
+		// OFD lock, 1 for the holder's own pid.
+		lockPid int
+	}{
+		{name: "flock", role: "flock", how: "flock", lockPid: 1},
+		{name: "posix", role: "posix", how: "POSIX lock", lockPid: 1},
+		{name: "ofd", role: "ofd", how: "OFD lock", lockPid: -1},
+		{name: "open", role: "open", how: "open"},
+		{name: "flock-on-a-directory", role: "flock", how: "flock", dir: true, lockPid: 1},
+		{name: "directory-held-open", role: "open", how: "open", dir: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "x.lock")
+			if tc.dir {
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				mkEmpty(t, p, "")
+			}
+			h := startHelper(t, exe, tc.role, p, nil)
+			dev, ino := statDevIno(t, p)
+			switch tc.lockPid {
+			case 1:
+				if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != h.pid {
+					t.Fatalf("/proc/locks shows pids %v, want [%d]", pids, h.pid)
+				}
+			case -1:
+				if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != -1 {
+					t.Fatalf("/proc/locks shows pids %v for an OFD lock, want [-1]", pids)
+				}
+			}
+			hs, complete := holders(t, dev, ino)
+			want := []KernelHolder{{Pid: h.pid, Comm: evComm, How: tc.how}}
+			if !sameHolders(hs, want) {
+				t.Errorf("Holders = %+v, want %+v", hs, want)
+			}
+			if os.Geteuid() == 0 && !complete {
+				t.Errorf("Holders complete = false as root, want true")
+			}
+		})
+	}
+}
+
+// TestKernelEvidenceInheritedLock: the process that took a flock exited,
+// and a process that inherited the descriptor holds it. /proc/locks still
+// names the dead locker; the holder is whoever has the file open.
+func TestKernelEvidenceInheritedLock(t *testing.T) {
+	exe := testExe(t)
+	p := filepath.Join(t.TempDir(), "x.lock")
+	mkEmpty(t, p, "")
+	dev, ino := statDevIno(t, p)
+	inheritor, locker := inheritFlock(t, exe, p)
+	if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != locker {
+		t.Fatalf("/proc/locks shows pids %v, want the dead locker [%d]", pids, locker)
+	}
+	if pr := (KernelProbe{}).Probe(locker); pr.State != StateAbsent {
+		t.Fatalf("the locker pid %d is %v, want absent", locker, pr.State)
+	}
+	hs, _ := (&KernelEvidence{}).Holders(dev, ino)
+	want := []KernelHolder{{Pid: inheritor, Comm: evComm, How: "flock"}}
+	if !sameHolders(hs, want) {
+		t.Errorf("Holders = %+v, want %+v", hs, want)
+	}
+}
+
+// inheritFlock opens p, hands the open file to a holder and to a locker
+// that flocks it and exits, then closes its own copy: the lock is held by
+// the holder alone, under the locker's (dead, reaped) pid. It returns both
+// pids.
+func inheritFlock(t *testing.T, exe, p string) (holder, locker int) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := startHelper(t, exe, "hold-fd3", p, nil, f)
+	l := startHelper(t, exe, "flock-fd3-and-exit", p, nil, f)
+	l.exited(t)
+	return h.pid, l.pid
+}
+
+// TestKernelEvidenceSeveralHolders: the locker is named for its lock, a
+// process that merely has the file open for being open.
+func TestKernelEvidenceSeveralHolders(t *testing.T) {
+	exe := testExe(t)
+	p := filepath.Join(t.TempDir(), "x.lock")
+	mkEmpty(t, p, "")
+	a := startHelper(t, exe, "flock", p, nil)
+	b := startHelper(t, exe, "open", p, nil)
+	dev, ino := statDevIno(t, p)
+	procLocksFor(t, dev, ino)
+	hs, _ := (&KernelEvidence{}).Holders(dev, ino)
+	want := []KernelHolder{{Pid: a.pid, Comm: evComm, How: "flock"}, {Pid: b.pid, Comm: evComm, How: "open"}}
+	if !sameHolders(hs, want) {
+		t.Errorf("Holders = %+v, want %+v", hs, want)
+	}
+	if len(hs) > 0 && hs[0].Pid != a.pid {
+		t.Errorf("Holders[0] = %+v, want the locker (pid %d) first", hs[0], a.pid)
+	}
+}
+
+// TestKernelEvidenceNobody: a file nobody holds has no holders; as root
+// every process was seen.
+func TestKernelEvidenceNobody(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	mkEmpty(t, p, "")
+	dev, ino := statDevIno(t, p)
+	// This process's own descriptors are not evidence: the fixer has the
+	// claimed lock directory open while it judges it again.
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hs, complete := holders(t, dev, ino)
+	if len(hs) != 0 {
+		t.Errorf("Holders = %+v, want none (only this process has it open)", hs)
+	}
+	if os.Geteuid() == 0 && !complete {
+		t.Errorf("Holders complete = false as root, want true")
+	}
+}
+
+// TestKernelEvidenceFresh: with Fresh, /proc/locks is read again for every
+// question, so a lock taken since the first question is seen; without it,
+// the first reading stands for the run.
+func TestKernelEvidenceFresh(t *testing.T) {
+	exe := testExe(t)
+	dir := t.TempDir()
+	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
+	mkEmpty(t, first, "")
+	mkEmpty(t, p, "")
+	fd, fi := statDevIno(t, first)
+	dev, ino := statDevIno(t, p)
+	fresh, once := &KernelEvidence{Fresh: true}, &KernelEvidence{}
+	for _, k := range []*KernelEvidence{fresh, once} {
+		if hs, _ := k.Holders(fd, fi); len(hs) != 0 {
+			t.Fatalf("Holders(first) = %+v, want none", hs)
+		}
+	}
+	h := startHelper(t, exe, "flock", p, nil)
+	procLocksFor(t, dev, ino)
+	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []KernelHolder{{Pid: h.pid, Comm: evComm, How: "flock"}}) {
+		t.Errorf("Fresh: Holders = %+v, want pid %d by flock", hs, h.pid)
+	}
+	if hs, _ := once.Holders(dev, ino); len(hs) != 0 {
+		t.Errorf("not Fresh: Holders = %+v, want none (the tables are read once per run)", hs)
+	}
+}
+
+// TestKernelEvidenceFreshInheritedLock: a lock taken after the index of
+// open files was built, by the shell idiom "exec 9>>F; flock 9" (the
+// locker, flock(1), exits at once). /proc/locks, read afresh, shows the
+// lock; its pid is dead; the holder is not in the stale index. A lock the
+// kernel shows on the file is evidence of a holder all the same.
+func TestKernelEvidenceFreshInheritedLock(t *testing.T) {
+	exe := testExe(t)
+	dir := t.TempDir()
+	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
+	mkEmpty(t, first, "")
+	mkEmpty(t, p, "")
+	k := &KernelEvidence{Fresh: true}
+	k.Holders(statDevIno(t, first))
+	inheritFlock(t, exe, p)
+	dev, ino := statDevIno(t, p)
+	procLocksFor(t, dev, ino)
+	if hs, complete := k.Holders(dev, ino); len(hs) == 0 && complete {
+		t.Errorf("Holders = none, complete: /proc/locks shows a flock on the file right now")
+	}
+}
+
+// TestKernelEvidenceUnprivileged re-runs this binary as nobody: other
+// users' open files cannot be seen, so finding nobody proves nothing
+// (complete is false), while /proc/locks, which anyone may read, still
+// names a root process's lock.
+func TestKernelEvidenceUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it starts root-owned holders and asks as nobody")
+	}
+	exe := testExe(t)
+	dir, err := os.MkdirTemp("/tmp", "lockctl-evidence-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "verdict.test")
+	copyExecutable(t, exe, bin)
+
+	free, locked, open := filepath.Join(dir, "free.lock"), filepath.Join(dir, "locked.lock"), filepath.Join(dir, "open.lock")
+	for _, p := range []string{free, locked, open} {
+		mkEmpty(t, p, "")
+	}
+	lk := startHelper(t, exe, "flock", locked, nil)
+	op := startHelper(t, exe, "open", open, nil)
+	var qs []string
+	for _, p := range []string{free, locked, open} {
+		dev, ino := statDevIno(t, p)
+		qs = append(qs, fmt.Sprintf("%d:%d", dev, ino))
+	}
+	if d, i := statDevIno(t, locked); len(procLocksFor(t, d, i)) == 0 {
+		t.Fatal("no lock")
+	}
+
+	cmd := exec.Command(bin, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), evRoleEnv+"=evidence", evQueryEnv+"="+strings.Join(qs, ","))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child as nobody failed: %v\n%s", err, out)
+	}
+	got := map[string]evResult{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if s, ok := strings.CutPrefix(line, evResultTag); ok {
+			var r evResult
+			if err := json.Unmarshal([]byte(s), &r); err != nil {
+				t.Fatalf("cannot read %q: %v", s, err)
+			}
+			if r.Uid != nobody {
+				t.Fatalf("the child ran as uid %d, want %d", r.Uid, nobody)
+			}
+			got[r.Query] = r
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("the child answered %d queries, want 3:\n%s", len(got), out)
+	}
+	for i, r := range []struct {
+		what string
+		want []KernelHolder
+	}{
+		{"a file nobody holds", nil},
+		{"a file root's process flocks", []KernelHolder{{Pid: lk.pid, Comm: evComm, How: "flock"}}},
+		{fmt.Sprintf("a file root's process (pid %d) only has open", op.pid), nil},
+	} {
+		res := got[qs[i]]
+		if res.Complete {
+			t.Errorf("%s: complete = true as nobody, want false (root's processes' fds cannot be read)", r.what)
+		}
+		if !sameHolders(res.Holders, r.want) {
+			t.Errorf("%s: Holders as nobody = %+v, want %+v", r.what, res.Holders, r.want)
+		}
+	}
+}
+
+// TestKernelEvidenceInAPidNamespace asks from a child pid namespace with
+// its own /proc (a container), about a file flocked by a process outside
+// it. Neither /proc/locks nor /proc/<pid>/fd there can show that holder,
+// so finding none must not count as having seen every process.
+func TestKernelEvidenceInAPidNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a pid namespace")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1)")
+	}
+	exe := testExe(t)
+	p := filepath.Join(t.TempDir(), "x.lock")
+	mkEmpty(t, p, "")
+	startHelper(t, exe, "flock", p, nil)
+	dev, ino := statDevIno(t, p)
+	procLocksFor(t, dev, ino)
+	// --mount-proc makes a private mount namespace: the host's /proc is
+	// untouched.
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", exe, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), evRoleEnv+"=evidence", fmt.Sprintf("%s=%d:%d", evQueryEnv, dev, ino))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot run in a new pid namespace: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if s, ok := strings.CutPrefix(line, evResultTag); ok {
+			var r evResult
+			if err := json.Unmarshal([]byte(s), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Pid != 1 {
+				t.Fatalf("the asker is pid %d, want 1 in its own namespace", r.Pid)
+			}
+			if len(r.Holders) == 0 && r.Complete {
+				t.Errorf("from a child pid namespace: Holders = none, complete = true; the flock is held from outside it")
+			}
+			return
+		}
+	}
+	t.Fatalf("no result from the child:\n%s", out)
+}
+
+// TestJudgeWithKernelEvidence: the done-when conditions against the real
+// kernel, through scan, as doctor judges: one KernelEvidence for the run.
+func TestJudgeWithKernelEvidence(t *testing.T) {
+	exe := testExe(t)
+	dir := t.TempDir()
+	at := func(n string) string { return filepath.Join(dir, n) }
+	mkEmpty(t, at("empty.lock"), "")
+	mkEmpty(t, at("zero.lock"), "0")
+	mkEmpty(t, at("posix.lock"), "")
+	mkEmpty(t, at("free.lock"), "")
+	if err := os.Mkdir(at("dir.lock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(at("freedir.lock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fl := startHelper(t, exe, "flock", at("empty.lock"), nil)
+	op := startHelper(t, exe, "open", at("zero.lock"), nil)
+	dl := startHelper(t, exe, "flock", at("dir.lock"), nil)
+	px := startHelper(t, exe, "posix", at("posix.lock"), nil)
+	if d, i := statDevIno(t, at("empty.lock")); len(procLocksFor(t, d, i)) == 0 {
+		t.Fatal("no lock")
+	}
+
+	host := LocalHost()
+	j := &Judge{Host: host, Probe: KernelProbe{}, Evidence: &KernelEvidence{}}
+	judgeAt := func(name string) Result {
+		t.Helper()
+		l, err := scan.ReadOne(dir, name)
+		if err != nil || l == nil {
+			t.Fatalf("ReadOne(%s) = %v, %v", name, l, err)
+		}
+		r := j.Judge(l)
+		// A gathering made incomplete by a process exiting mid-read
+		// (TestKernelEvidenceCompleteWhileProcessesExit): ask again.
+		for i := 0; i < 20 && r.Seen == SeenPartial && os.Geteuid() == 0; i++ {
+			j = &Judge{Host: host, Probe: KernelProbe{}, Evidence: &KernelEvidence{}}
+			r = j.Judge(l)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		want   Verdict
+		reason string
+		seen   Seen
+	}{
+		{"empty.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); flock held by pid %d (%s)", fl.pid, evComm), SeenNothing},
+		{"zero.lock", Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.pid, evComm), SeenNothing},
+		{"dir.lock", Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.pid, evComm), SeenNothing},
+		{"posix.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.pid, evComm), SeenNothing},
+		{"free.lock", Ownerless, "the lock file is empty: no owner was recorded", SeenComplete},
+		{"freedir.lock", Ownerless, "the lock directory is empty and there is no holder file beside it", SeenComplete},
+	} {
+		r := judgeAt(tc.name)
+		if r.Verdict != tc.want || r.Reason != tc.reason {
+			t.Errorf("Judge(%s) = %s (%s), want %s (%s)", tc.name, r.Verdict, r.Reason, tc.want, tc.reason)
+		}
+		if os.Geteuid() == 0 && r.Seen != tc.seen {
+			t.Errorf("Judge(%s).Seen = %v, want %v", tc.name, r.Seen, tc.seen)
+		}
+		if tc.want == Live && (len(r.Remove) > 0 || r.Caveat != "") {
+			t.Errorf("Judge(%s) = live with Remove %v, Caveat %q", tc.name, r.Remove, r.Caveat)
+		}
+	}
+}
+
+// TestKernelEvidenceCompleteWhileProcessesExit: as root, a process that
+// exits while its open files are being read is not one whose files could
+// not be seen: it holds nothing any more. Gathering while processes come
+// and go must still be complete.
+func TestKernelEvidenceCompleteWhileProcessesExit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root can see every process's open files")
+	}
+	p := filepath.Join(t.TempDir(), "x.lock")
+	mkEmpty(t, p, "")
+	dev, ino := statDevIno(t, p)
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	const churners = 2
+	for range churners {
+		go func() {
+			defer func() { churned <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = exec.Command("true").Run()
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		for range churners {
+			<-churned
+		}
+	}()
+	// The window is a process exiting between opening its fd directory
+	// and reading it: gather again and again, for a few seconds.
+	rounds := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); rounds++ {
+		if _, complete := (&KernelEvidence{}).Holders(dev, ino); !complete {
+			t.Errorf("as root, gathering %d was incomplete while short-lived processes ran", rounds+1)
+			return
+		}
+	}
+	t.Logf("%d gatherings, all complete", rounds)
+}

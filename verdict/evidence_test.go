@@ -1,0 +1,532 @@
+package verdict
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/scan"
+)
+
+// Tables for issue 7: kernel evidence for owner-less locks, records from
+// before this boot, and network file systems. The kernel's tables sit
+// behind a fake Evidence here; evidence_linux_test.go asks the real ones.
+
+// The device and inodes the fake kernel knows about.
+const (
+	evDev       = 0xfd01 // 253:1
+	lockIno     = 1001   // the lock file or directory
+	holderIno   = 1002   // a generation A holder record beside it
+	strangerIno = 1003   // some other file
+)
+
+// fakeEvidence answers from a map keyed by device and inode, and remembers
+// what it was asked.
+type fakeEvidence struct {
+	held     map[[2]uint64][]KernelHolder
+	complete bool
+	asked    [][2]uint64
+}
+
+func (f *fakeEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
+	f.asked = append(f.asked, [2]uint64{dev, ino})
+	return f.held[[2]uint64{dev, ino}], f.complete
+}
+
+// heldBy is a kernel that sees every process, and these holders of ino on
+// evDev.
+func heldBy(ino uint64, hs ...KernelHolder) *fakeEvidence {
+	return &fakeEvidence{complete: true, held: map[[2]uint64][]KernelHolder{{evDev, ino}: hs}}
+}
+
+// nobodyHolds is a kernel that sees every process, none holding anything.
+func nobodyHolds() *fakeEvidence { return &fakeEvidence{complete: true} }
+
+// onDisk gives l (and each of its holder records that is the lock file
+// itself) a device and inode, as scan does.
+func onDisk(l *scan.Lock) *scan.Lock {
+	l.Info.Dev, l.Info.Ino = evDev, lockIno
+	for i := range l.Holders {
+		if l.Kind == scan.KindFile {
+			l.Holders[i].Info.Dev, l.Holders[i].Info.Ino = evDev, lockIno
+		} else {
+			l.Holders[i].Info.Dev, l.Holders[i].Info.Ino = evDev, holderIno
+		}
+	}
+	return l
+}
+
+type evCase struct {
+	name  string
+	procs map[int]Proc
+	lock  *scan.Lock
+	// ev is the kernel's evidence; nil means the Judge has none.
+	ev   *fakeEvidence
+	want Verdict
+	// reason is a part of the reason; exact, when set, the whole of it.
+	reason, exact string
+	seen          Seen
+	note          string
+	remove        []Step
+	// notAsked: the evidence must not be consulted at all.
+	notAsked bool
+}
+
+func (tc evCase) run(t *testing.T) {
+	t.Helper()
+	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t, procs: tc.procs}}
+	if tc.ev != nil {
+		j.Evidence = tc.ev
+	}
+	got := j.Judge(tc.lock)
+	checkResult(t, tc.name, got, tc.lock)
+	if got.Verdict != tc.want {
+		t.Errorf("Judge(%s) = %s (%s), want %s", tc.name, got.Verdict, got.Reason, tc.want)
+	}
+	if !strings.Contains(got.Reason, tc.reason) {
+		t.Errorf("Judge(%s).Reason = %q, want it to contain %q", tc.name, got.Reason, tc.reason)
+	}
+	if tc.exact != "" && got.Reason != tc.exact {
+		t.Errorf("Judge(%s).Reason = %q, want exactly %q", tc.name, got.Reason, tc.exact)
+	}
+	if got.Seen != tc.seen {
+		t.Errorf("Judge(%s).Seen = %v, want %v", tc.name, got.Seen, tc.seen)
+	}
+	if tc.note != "" && !strings.Contains(strings.Join(got.Notes, "\n"), tc.note) {
+		t.Errorf("Judge(%s).Notes = %q, want one containing %q", tc.name, got.Notes, tc.note)
+	}
+	if !reflect.DeepEqual(got.Remove, tc.remove) && (len(got.Remove) != 0 || len(tc.remove) != 0) {
+		t.Errorf("Judge(%s).Remove = %v, want %v", tc.name, got.Remove, tc.remove)
+	}
+	if got.Verdict == Live && (len(got.Remove) != 0 || got.Caveat != "") {
+		t.Errorf("Judge(%s) = live with Remove %v, Caveat %q: a held lock gets no remedy", tc.name, got.Remove, got.Caveat)
+	}
+	if tc.notAsked && tc.ev != nil && len(tc.ev.asked) > 0 {
+		t.Errorf("Judge(%s) asked the kernel about %v: a usable record never needs kernel evidence", tc.name, tc.ev.asked)
+	}
+}
+
+func runEv(t *testing.T, cases []evCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+const partialNote = "no process was seen holding it, but not every process's open files could be read"
+
+// TestJudgeKernelHolders: a lock with no usable owner record is looked up
+// in the kernel's tables; a running holder makes it live, named.
+func TestJudgeKernelHolders(t *testing.T) {
+	rsync := KernelHolder{Pid: 812, Comm: "rsync", How: "flock"}
+	emptyFile := func() *scan.Lock { return onDisk(pidFile(scan.FormatEmpty, "", nil, nil)) }
+	zeroFile := func() *scan.Lock { return onDisk(pidFile(scan.FormatNoPid, "0", nil, nil)) }
+	emptyDirOnDisk := func() *scan.Lock { return onDisk(emptyDir()) }
+	malformedA := func() *scan.Lock {
+		return onDisk(dirLock(scan.FormatRegistryA, scan.Record{File: lockName + ".holder", Info: fileAt(written), Raw: []byte("token \npid 1\n"),
+			Err: &scan.FormatError{Format: scan.FormatRegistryA, Reason: "2 lines, want 4"}}))
+	}
+	runEv(t, []evCase{
+		{
+			// Done when: an empty lock file flock-held by a live process
+			// reads live, naming that process.
+			name:  "empty-file-flock-held",
+			lock:  emptyFile(),
+			ev:    heldBy(lockIno, rsync),
+			want:  Live,
+			exact: "no owner record (the lock file is empty: no owner was recorded); flock held by pid 812 (rsync)",
+		},
+		{
+			// Done when: a "0" lock file held open by a live process reads
+			// live.
+			name:  "zero-file-held-open",
+			lock:  zeroFile(),
+			ev:    heldBy(lockIno, KernelHolder{Pid: 913, Comm: "mutt", How: "open"}),
+			want:  Live,
+			exact: "no owner record (the lock file says 0: it was written without an owner's pid); held open by pid 913 (mutt)",
+		},
+		{
+			name:  "empty-dir-flock-held",
+			lock:  emptyDirOnDisk(),
+			ev:    heldBy(lockIno, KernelHolder{Pid: 77, Comm: "job.sh", How: "flock"}),
+			want:  Live,
+			exact: "no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid 77 (job.sh)",
+		},
+		{
+			name:   "posix-lock",
+			lock:   emptyFile(),
+			ev:     heldBy(lockIno, KernelHolder{Pid: 5, Comm: "sqlite3", How: "POSIX lock"}),
+			want:   Live,
+			reason: "; POSIX lock held by pid 5 (sqlite3)",
+		},
+		{
+			name:   "ofd-lock",
+			lock:   zeroFile(),
+			ev:     heldBy(lockIno, KernelHolder{Pid: 6, Comm: "qemu", How: "OFD lock"}),
+			want:   Live,
+			reason: "; OFD lock held by pid 6 (qemu)",
+		},
+		{
+			name:   "malformed-record",
+			lock:   onDisk(pidFile(scan.FormatUnrecognized, "hello\n", nil, malformed)),
+			ev:     heldBy(lockIno, rsync),
+			want:   Live,
+			reason: "no owner record (the holder record " + pidName + " is malformed: the content is not a pid); flock held by pid 812 (rsync)",
+		},
+		{
+			// The holder record beside a generation A directory is one of
+			// the files asked about: whoever holds it holds the lock.
+			name:   "registry-a-malformed-holder-open",
+			lock:   malformedA(),
+			ev:     heldBy(holderIno, KernelHolder{Pid: 9, Comm: "vi", How: "open"}),
+			want:   Live,
+			reason: "is malformed: 2 lines, want 4); held open by pid 9 (vi)",
+		},
+		{
+			name:   "two-holders-the-second-noted",
+			lock:   emptyDirOnDisk(),
+			ev:     heldBy(lockIno, rsync, KernelHolder{Pid: 813, Comm: "rsync", How: "open"}),
+			want:   Live,
+			reason: "flock held by pid 812 (rsync)",
+			note:   "pid 813 (rsync)",
+		},
+		{
+			// A directory lockctl would not remove (it holds other entries)
+			// is still live when the kernel says so.
+			name:   "dir-with-other-entries",
+			lock:   with(onDisk(dirLock(scan.FormatUnrecognized)), func(l *scan.Lock) { l.Others = []string{"notes"} }),
+			ev:     heldBy(lockIno, rsync),
+			want:   Live,
+			reason: "holds no holder record (it holds 1 other entries)); flock held by pid 812",
+		},
+		{
+			name:   "nobody-holds-it",
+			lock:   emptyFile(),
+			ev:     nobodyHolds(),
+			want:   Ownerless,
+			reason: "the lock file is empty",
+			seen:   SeenComplete,
+			remove: steps(rm(pidPath)),
+		},
+		{
+			// The same inode number on another device is another file.
+			name:   "same-inode-other-device",
+			lock:   emptyDirOnDisk(),
+			ev:     &fakeEvidence{complete: true, held: map[[2]uint64][]KernelHolder{{evDev + 1, lockIno}: {rsync}}},
+			want:   Ownerless,
+			seen:   SeenComplete,
+			remove: steps(rmdir(lockPath)),
+		},
+		{
+			name:   "another-inode-held",
+			lock:   emptyDirOnDisk(),
+			ev:     heldBy(strangerIno, rsync),
+			want:   Ownerless,
+			seen:   SeenComplete,
+			remove: steps(rmdir(lockPath)),
+		},
+		{
+			name:   "partial-view",
+			lock:   zeroFile(),
+			ev:     &fakeEvidence{complete: false},
+			want:   Ownerless,
+			reason: "the lock file says 0",
+			seen:   SeenPartial,
+			note:   partialNote,
+			remove: steps(rm(pidPath)),
+		},
+		{
+			// Found despite a partial view: the holder decides.
+			name:   "partial-view-but-found",
+			lock:   zeroFile(),
+			ev:     &fakeEvidence{complete: false, held: map[[2]uint64][]KernelHolder{{evDev, lockIno}: {rsync}}},
+			want:   Live,
+			reason: "flock held by pid 812 (rsync)",
+		},
+		{
+			name:   "no-evidence-at-all",
+			lock:   emptyFile(),
+			want:   Ownerless,
+			seen:   SeenNothing,
+			remove: steps(rm(pidPath)),
+		},
+	})
+}
+
+// TestJudgeKernelHoldersNotAsked: a lock whose record is usable (live,
+// gone, foreign, unknown, recycled) or that is only side files is judged
+// by that, and the kernel's tables are never consulted, even when they
+// would name a holder.
+func TestJudgeKernelHoldersNotAsked(t *testing.T) {
+	rsync := KernelHolder{Pid: 812, Comm: "rsync", How: "flock"}
+	b := holderB(holderPid, hereScope)
+	runEv(t, []evCase{
+		{
+			name: "gone-pid-file", lock: onDisk(pidLock(pidHolder(holderPid))),
+			ev: heldBy(lockIno, rsync), want: Gone, reason: "pid 4242 is not running",
+			remove: steps(rm(pidPath)), notAsked: true,
+		},
+		{
+			name: "live-pid-file", lock: onDisk(pidLock(pidHolder(holderPid))), procs: procs(holderPid, alive),
+			ev: heldBy(lockIno, rsync), want: Live, reason: "pid 4242 (registry.sh) is running", notAsked: true,
+		},
+		{
+			name: "gone-registry-b", lock: onDisk(lockB(b)),
+			ev: heldBy(lockIno, rsync), want: Gone, reason: "pid 4242 is not running",
+			remove: steps(rm(in(lockPath, "holder."+b.Token)), rmdir(lockPath)), notAsked: true,
+		},
+		{
+			name: "foreign-registry-a", lock: onDisk(lockA(holderA(holderPid, "beta"))),
+			ev: heldBy(lockIno, rsync), want: Foreign, reason: "names host beta", notAsked: true,
+		},
+		{
+			name: "unknown-out-of-range", lock: onDisk(pidLock(pidHolder(-1))),
+			ev: heldBy(lockIno, rsync), want: Unknown, reason: "out of range", notAsked: true,
+		},
+		{
+			name: "claimed-abandoned-break", lock: onDisk(emptyDir(breakB(breaker, b))),
+			ev: heldBy(lockIno, rsync), want: Claimed, reason: "was abandoned",
+			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, b)))), notAsked: true,
+		},
+		{
+			name: "only-side-files", lock: orphan(scan.FormatRegistryB, breakB(breaker, b)),
+			ev: heldBy(0, rsync), want: Claimed, reason: "the lock itself is gone", notAsked: true,
+			remove: steps(rm(in(runDir, breakBName(breaker, b)))),
+		},
+	})
+}
+
+// TestJudgeKernelHolderNamedOnce: for a lock file, the lock and its record
+// are one inode; its holder is named once, not noted again as "also".
+func TestJudgeKernelHolderNamedOnce(t *testing.T) {
+	l := onDisk(pidFile(scan.FormatEmpty, "", nil, nil))
+	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: heldBy(lockIno, KernelHolder{Pid: 812, Comm: "rsync", How: "flock"})}
+	got := j.Judge(l)
+	if got.Verdict != Live {
+		t.Fatalf("Judge = %s (%s), want live", got.Verdict, got.Reason)
+	}
+	for _, n := range got.Notes {
+		if strings.Contains(n, "pid 812") {
+			t.Errorf("Judge.Notes = %q: pid 812 is the holder named in the reason, not another one", got.Notes)
+		}
+	}
+}
+
+// TestJudgeBeforeBoot: a generation B record of this host whose scope is
+// not this host's, on a local disk, written more than BootMargin before
+// this boot, names a process that ended with an earlier boot. Anything less
+// certain stays foreign, and the pid is never looked at.
+func TestJudgeBeforeBoot(t *testing.T) {
+	yearAgo := bootTime.AddDate(-1, 0, 0)
+	// writtenAt is a generation B lock of this host, made just before its
+	// record was written at w, with another boot's scope.
+	writtenAt := func(w time.Time, f ...func(*scan.Lock)) *scan.Lock {
+		l := lockB(holderB(holderPid, otherScope))
+		l.Info.Mtime, l.Info.Btime = w.Add(-time.Second), w.Add(-time.Second)
+		l.Holders[0].Info.Mtime = w
+		l.FS = fsx.FS{Name: "ext4"}
+		for _, g := range f {
+			g(l)
+		}
+		return l
+	}
+	tok := holderB(holderPid, otherScope).Token
+	sweep := steps(rm(in(lockPath, "holder."+tok)), rmdir(lockPath))
+	const before = "its scope is not this boot's, and the record was written at"
+	const foreign = "its scope is not this machine's, boot's and pid namespace's"
+	// The pid is running here: it names some process of this boot, which
+	// must never be looked at for a record of another.
+	running := procs(holderPid, alive)
+	run(t, []judgeCase{
+		{
+			name: "year-before-boot", procs: running,
+			lock: writtenAt(yearAgo),
+			want: Gone, reason: before, remove: sweep, noProbe: true,
+		},
+		{
+			name: "reason-says-before-this-host-booted", procs: running,
+			lock: writtenAt(yearAgo),
+			want: Gone, reason: "before this host booted at " + stamp(bootTime) + ": its holder ended with an earlier boot", remove: sweep, noProbe: true,
+		},
+		{
+			name: "just-beyond-the-margin", procs: running,
+			lock: writtenAt(bootTime.Add(-BootMargin - time.Second)),
+			want: Gone, reason: before, remove: sweep, noProbe: true,
+		},
+		{
+			name: "exactly-the-margin", procs: running,
+			lock: writtenAt(bootTime.Add(-BootMargin)),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			// A clock set after boot can date a record of this boot a few
+			// minutes before it.
+			name: "within-the-margin", procs: running,
+			lock: writtenAt(bootTime.Add(-BootMargin / 2)),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "a-second-before-boot", procs: running,
+			lock: writtenAt(bootTime.Add(-time.Second)),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "after-boot", procs: running,
+			lock: writtenAt(bootTime.Add(time.Hour)),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			// Another machine's record (a disk moved here, a shared
+			// image): its holder may be running there.
+			name: "another-host", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.Holders[0].Holder.Host = "beta" }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "host-name-in-another-case", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.Holders[0].Holder.Host = strings.ToUpper(here) }),
+			want: Gone, reason: before, remove: sweep, noProbe: true,
+		},
+		{
+			name: "no-host-in-the-record", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.Holders[0].Holder.Host = "" }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "this-hosts-name-unreadable", procs: running,
+			host: func(h *Host) { h.Name = "" },
+			lock: writtenAt(yearAgo),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			// Another machine of this name may share a network disk.
+			name: "network-file-system", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.FS = fsx.FS{Name: "nfs", Remote: true} }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "file-system-unknown", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.FS = fsx.FS{Name: "unknown", Remote: true} }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "boot-time-unknown", procs: running,
+			host: func(h *Host) { h.BootTime = time.Time{} },
+			lock: writtenAt(yearAgo),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			name: "record-time-unknown", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.Holders[0].Info.Mtime = time.Time{} }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			// The record's own time decides, not the directory's.
+			name: "old-directory-new-record", procs: running,
+			lock: writtenAt(bootTime.Add(time.Minute), func(l *scan.Lock) { l.Info.Mtime, l.Info.Btime = yearAgo, yearAgo }),
+			want: Foreign, reason: foreign, noProbe: true,
+		},
+		{
+			// The record matches this host's scope: judged by its pid (here
+			// a process that started after the record was written).
+			name: "this-scope-before-boot", procs: running,
+			lock: writtenAt(yearAgo, func(l *scan.Lock) { l.Holders[0].Holder.Scope = hereScope }),
+			want: Recycled, reason: "the pid was reused",
+		},
+		{
+			// An abandoned break of such a record: the record it holds is
+			// gone, so the break is finished.
+			name: "abandoned-break-of-a-record-from-before-boot",
+			lock: func() *scan.Lock {
+				h := holderB(holderPid, otherScope)
+				c := breakB(breaker, h)
+				c.Record.Info.Mtime = yearAgo
+				l := emptyDir(c)
+				l.Info.Mtime, l.Info.Btime = yearAgo.Add(-time.Hour), yearAgo.Add(-time.Hour)
+				return l
+			}(),
+			want: Claimed, reason: "the record it holds is gone (" + before,
+			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, holderB(holderPid, otherScope))))),
+		},
+	})
+}
+
+// TestJudgeNetworkFileSystem: on a network file system a bare pid may be
+// another host's, and a lockctl record of another boot may be another
+// machine's of the same name: foreign, never gone, and the pid is never
+// looked at.
+func TestJudgeNetworkFileSystem(t *testing.T) {
+	nfs := func(l *scan.Lock) { l.FS = fsx.FS{Name: "nfs", Remote: true} }
+	local := func(l *scan.Lock) { l.FS = fsx.FS{Name: "ext4"} }
+	const bare = "the record is a bare pid on a network file system (nfs), where it may belong to another host"
+	// lockctl's own record, fenced by start time and boot.
+	lockctlRec := func(boot string, start uint64) *scan.Lock {
+		h := &scan.Holder{Pid: holderPid, PidText: "4242", Host: here, Command: "make",
+			Token: "4242." + hex32 + ".1", Start: start, HasStart: true, BootID: boot, PidNS: hereNS}
+		return dirLock(scan.FormatLockctl, scan.Record{File: lockName + "/holder", Info: fileAt(written), Raw: []byte("lockctl-lock 1\n"), Holder: h})
+	}
+	const otherBoot = "0f0f0f0f-1b7d-4d3e-9f0a-3c5b7e9d1f20"
+	run(t, []judgeCase{
+		{
+			name: "bare-pid-on-nfs-not-running",
+			lock: with(pidLock(pidHolder(holderPid)), nfs),
+			want: Foreign, reason: bare, noProbe: true,
+		},
+		{
+			name: "bare-pid-on-nfs-running", procs: procs(holderPid, alive),
+			lock: with(pidLock(pidHolder(holderPid)), nfs),
+			want: Foreign, reason: bare, noProbe: true,
+		},
+		{
+			name: "uucp-on-cifs",
+			lock: with(pidFile(scan.FormatUUCP, "      4242\n", pidHolder(holderPid), nil), func(l *scan.Lock) { l.FS = fsx.FS{Name: "cifs", Remote: true} }),
+			want: Foreign, reason: "bare pid on a network file system (cifs)", noProbe: true,
+		},
+		{
+			name: "bare-pid-on-fuse",
+			lock: with(pidLock(pidHolder(holderPid)), func(l *scan.Lock) { l.FS = fsx.FS{Name: "fuse", Remote: true} }),
+			want: Foreign, reason: "bare pid on a network file system (fuse)", noProbe: true,
+		},
+		{
+			name: "bare-pid-on-local-disk",
+			lock: with(pidLock(pidHolder(holderPid)), local),
+			want: Gone, reason: "pid 4242 is not running", remove: steps(rm(pidPath)),
+		},
+		{
+			// A record naming this host is this host's to judge.
+			name: "pid-kv-naming-this-host-on-nfs",
+			lock: with(pidFile(scan.FormatKeyValue, "pid=4242\nhost=alpha\n", &scan.Holder{Pid: holderPid, PidText: "4242", Host: here}, nil), nfs),
+			want: Gone, reason: "pid 4242 is not running", remove: steps(rm(pidPath)),
+		},
+		{
+			name: "pid-kv-naming-another-host-on-nfs",
+			lock: with(pidFile(scan.FormatKeyValue, "pid=4242\nhost=beta\n", &scan.Holder{Pid: holderPid, PidText: "4242", Host: "beta"}, nil), nfs),
+			want: Foreign, reason: "names host beta", noProbe: true,
+		},
+		{
+			name: "lockctl-record-of-another-boot-on-nfs",
+			lock: with(lockctlRec(otherBoot, alive.Start), nfs),
+			want: Foreign, reason: "the record is from boot " + otherBoot + " of a host named alpha, on a network file system (nfs)", noProbe: true,
+		},
+		{
+			name: "lockctl-record-of-another-boot-on-local-disk",
+			lock: with(lockctlRec(otherBoot, alive.Start), local),
+			want: Gone, reason: "the record is from boot " + otherBoot + ", and this is boot " + hereBoot,
+			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath)), noProbe: true,
+		},
+		{
+			name: "lockctl-record-of-this-boot-on-nfs", procs: procs(holderPid, alive),
+			lock: with(lockctlRec(hereBoot, alive.Start), nfs),
+			want: Live, reason: "start time matches the record",
+		},
+		{
+			// Owner-less stays owner-less on a network disk (the fixer, not
+			// the verdict, refuses to sweep it there).
+			name: "empty-file-on-nfs",
+			lock: with(pidFile(scan.FormatEmpty, "", nil, nil), nfs),
+			want: Ownerless, reason: "the lock file is empty", remove: steps(rm(pidPath)),
+		},
+	})
+}
