@@ -392,8 +392,13 @@ func ReleaseFor(path string, pid int) error {
 	if cur == nil || cur.Kind == scan.KindMissing {
 		return fmt.Errorf("cannot release %s: there is no lock there", abs)
 	}
-	if cur.Format != scan.FormatLockctl || cur.Holders[0].Holder == nil {
+	if cur.Format != scan.FormatLockctl {
 		return fmt.Errorf("cannot release %s: it is not a lock lockctl took (format %s)", abs, cur.Format)
+	}
+	if len(cur.Holders) != 1 || cur.Holders[0].Holder == nil {
+		// Its record was claimed away (a release or a break under way, or
+		// abandoned): there is nothing of the caller's to release.
+		return fmt.Errorf("cannot release %s: it holds no usable record (a release or break is under way or was abandoned); 'lockctl doctor %s' says which", abs, abs)
 	}
 	rec := cur.Holders[0]
 	h := *rec.Holder

@@ -10,7 +10,36 @@ import (
 var DefaultNames = []string{"*.lock", "*.lck", "LCK..*"}
 
 // Matcher decides which names are locks and which are side files of a lock.
-type Matcher struct{ globs []string }
+// Every name the walk meets is asked, so the common pattern shapes (*.lock,
+// LCK..*, an exact name) are compiled to plain string comparisons.
+type Matcher struct{ pats []pattern }
+
+type patternKind int
+
+const (
+	patExact  patternKind = iota // no metacharacters
+	patSuffix                    // "*" + literal
+	patPrefix                    // literal + "*"
+	patGlob                      // anything else: path.Match
+)
+
+type pattern struct {
+	kind patternKind
+	lit  string // the literal part, or the whole glob for patGlob
+}
+
+func compile(g string) pattern {
+	meta := func(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+	switch {
+	case !meta(g):
+		return pattern{patExact, g}
+	case strings.HasPrefix(g, "*") && !meta(g[1:]):
+		return pattern{patSuffix, g[1:]}
+	case strings.HasSuffix(g, "*") && !meta(g[:len(g)-1]):
+		return pattern{patPrefix, g[:len(g)-1]}
+	}
+	return pattern{patGlob, g}
+}
 
 // NewMatcher checks the glob patterns (path.Match syntax) and returns a
 // Matcher for them, or for DefaultNames when globs is empty.
@@ -18,6 +47,7 @@ func NewMatcher(globs []string) (Matcher, error) {
 	if len(globs) == 0 {
 		globs = DefaultNames
 	}
+	var m Matcher
 	for _, g := range globs {
 		if _, err := path.Match(g, ""); err != nil {
 			return Matcher{}, fmt.Errorf("bad --name pattern %q: %w", g, err)
@@ -25,15 +55,34 @@ func NewMatcher(globs []string) (Matcher, error) {
 		if strings.Contains(g, "/") {
 			return Matcher{}, fmt.Errorf("bad --name pattern %q: it matches base names, so it cannot contain /", g)
 		}
+		m.pats = append(m.pats, compile(g))
 	}
-	return Matcher{globs: globs}, nil
+	return m, nil
 }
+
+// exactMatcher matches one name, whatever characters it holds.
+func exactMatcher(name string) Matcher { return Matcher{pats: []pattern{{patExact, name}}} }
 
 // IsLock reports whether name matches a lock pattern.
 func (m Matcher) IsLock(name string) bool {
-	for _, g := range m.globs {
-		if ok, _ := path.Match(g, name); ok {
-			return true
+	for _, p := range m.pats {
+		switch p.kind {
+		case patExact:
+			if name == p.lit {
+				return true
+			}
+		case patSuffix:
+			if strings.HasSuffix(name, p.lit) {
+				return true
+			}
+		case patPrefix:
+			if strings.HasPrefix(name, p.lit) {
+				return true
+			}
+		default:
+			if ok, _ := path.Match(p.lit, name); ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -380,5 +381,24 @@ func TestFormatErrorText(t *testing.T) {
 	err := &scan.FormatError{Format: scan.FormatPid, Reason: "the content is not a pid"}
 	if got, want := err.Error(), "malformed pid record: the content is not a pid"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// The compiled fast paths must agree with path.Match on every shape.
+func TestMatcherAgreesWithPathMatch(t *testing.T) {
+	globs := []string{"*.lock", "*.lck", "LCK..*", "exact.pid", "a*b", "*", "x?.lock", "[ab]*", `\*.lock`, "*.lock*"}
+	names := []string{"", ".lock", "a.lock", "a.lock.holder", "LCK..", "LCK..ttyS0", "lck..x", "exact.pid", "exact.pidx",
+		"ab", "axxb", "x1.lock", "b", "*.lock", "a.lck", "\xff.lock", "LCK.", "a.lockx"}
+	for _, g := range globs {
+		m, err := scan.NewMatcher([]string{g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			want, _ := path.Match(g, n)
+			if got := m.IsLock(n); got != want {
+				t.Errorf("NewMatcher(%q).IsLock(%q) = %v, path.Match says %v", g, n, got, want)
+			}
+		}
 	}
 }

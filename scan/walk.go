@@ -133,7 +133,7 @@ func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := Matcher{globs: []string{escapeGlob(name)}}
+	m := exactMatcher(name)
 	var sides []side
 	found := false
 	for _, e := range ents {
@@ -189,18 +189,6 @@ func (d *dirFS) get() fsx.FS {
 	return d.fs
 }
 
-func escapeGlob(s string) string {
-	// Byte by byte: ranging over runes would turn an invalid UTF-8 byte
-	// into U+FFFD and the pattern would no longer match the name.
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(`*?[\`, s[i]) >= 0 {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
 
 func (w *Walker) warn(err error) {
 	if w.Warn != nil {
@@ -212,26 +200,32 @@ func (w *Walker) warn(err error) {
 // the path from the root, so a bind-mount loop is noticed rather than walked
 // forever (symbolic links are never followed, so they cannot loop).
 func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
-	ents, err := fsx.ReadDir(fd, path)
-	if err != nil {
-		w.warn(err) // keep what was listed before the error
-	}
-	sides := map[string][]side{}
+	var sides map[string][]side // most directories have none
 	var locks []string
 	var subdirs []string
-	for _, e := range ents {
-		if s, ok := w.Match.side(e.Name); ok {
+	// Names are lent by ReadDirFunc: clone only the ones kept.
+	err := fsx.ReadDirFunc(fd, path, func(name string, typ fs.FileMode) {
+		if s, ok := w.Match.side(name); ok {
+			if sides == nil {
+				sides = map[string][]side{}
+			}
+			s.name = strings.Clone(s.name)
+			s.base = s.name[:len(s.base)]
+			s.rest = s.name[len(s.name)-len(s.rest):]
 			sides[s.base] = append(sides[s.base], s)
-			continue
+			return
 		}
-		if w.Match.IsLock(e.Name) {
-			locks = append(locks, e.Name)
-			continue
+		if w.Match.IsLock(name) {
+			locks = append(locks, strings.Clone(name))
+			return
 		}
 		// ModeIrregular: the file system did not say; OpenDirAt decides.
-		if e.Type == fs.ModeDir || e.Type == fs.ModeIrregular {
-			subdirs = append(subdirs, e.Name)
+		if typ == fs.ModeDir || typ == fs.ModeIrregular {
+			subdirs = append(subdirs, strings.Clone(name))
 		}
+	})
+	if err != nil {
+		w.warn(err) // keep what was listed before the error
 	}
 	dfs := &dirFS{fd: fd, path: path}
 	for _, name := range locks {

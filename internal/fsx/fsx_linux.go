@@ -3,13 +3,16 @@
 package fsx
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -130,12 +133,59 @@ func Fstat(fd int, path string) (Stat, error) {
 	return fromStatx(&x), nil
 }
 
+// ReadDirFunc calls f for each entry of the directory open at fd, in
+// kernel order, with its name and type. The name is only lent: it is valid
+// until f returns, and f must strings.Clone what it keeps. This lets a walk
+// skip the many names it does not care about without allocating them.
+func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	for {
+		var n int
+		err := retry(func() (err error) {
+			n, err = unix.Getdents(fd, buf)
+			return err
+		})
+		if err != nil {
+			return pathErr("readdir", dir, "", err)
+		}
+		if n <= 0 {
+			return nil
+		}
+		eachDirent(buf[:n], f)
+	}
+}
+
+// eachDirent decodes struct linux_dirent64 records (see parseDirents),
+// lending each name to f.
+func eachDirent(b []byte, f func(string, fs.FileMode)) {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			return
+		}
+		typ := b[18]
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		b = b[reclen:]
+		if len(name) == 0 || len(name) <= 2 && name[0] == '.' && (len(name) == 1 || name[1] == '.') {
+			continue
+		}
+		f(unsafe.String(&name[0], len(name)), direntType(typ))
+	}
+}
+
 // ReadDir lists the directory open at fd. It reads the kernel's entries
 // directly so that each carries its type without a further stat; entries the
 // file system gave no type for come back as fs.ModeIrregular.
 func ReadDir(fd int, dir string) ([]Entry, error) {
 	var out []Entry
-	buf := make([]byte, 32<<10)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	for {
 		var n int
 		err := retry(func() (err error) {
@@ -151,6 +201,10 @@ func ReadDir(fd int, dir string) ([]Entry, error) {
 		out = parseDirents(buf[:n], out)
 	}
 }
+
+// direntBufs recycles getdents buffers: a walk reads thousands of
+// directories, and a fresh 32 KiB buffer for each is garbage to collect.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // parseDirents decodes struct linux_dirent64 records: ino u64, off s64,
 // reclen u16, type u8, then a NUL-terminated name.
@@ -223,9 +277,19 @@ func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, tru
 	if !st.Mode.IsRegular() {
 		return nil, st, false, pathErr("read", dir, name, ErrNotRegular)
 	}
-	buf := make([]byte, max+1)
+	// Size the buffer by the file, not by max: a report of many locks
+	// keeps every record's bytes. The file may grow meanwhile, so the
+	// buffer grows too, up to max+1 (one byte more says "too large").
+	size := st.Size
+	if size < 0 || size > int64(max) {
+		size = int64(max)
+	}
+	buf := make([]byte, size+1)
 	n := 0
-	for n < len(buf) {
+	for n <= max {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, min(len(buf), max+1-len(buf)))...)
+		}
 		var m int
 		err = retry(func() (err error) {
 			m, err = unix.Read(fd, buf[n:])
