@@ -189,7 +189,6 @@ func (d *dirFS) get() fsx.FS {
 	return d.fs
 }
 
-
 func (w *Walker) warn(err error) {
 	if w.Warn != nil {
 		w.Warn(err)
