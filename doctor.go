@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -161,6 +162,9 @@ func doctorAction(c *cli.Context) error {
 	w := scan.Walker{
 		Match: m,
 		Warn:  warn,
+		// Reading directories waits on the disk as much as on the CPU: a
+		// few more walkers than cores keep both busy.
+		Workers: 2 * runtime.GOMAXPROCS(0),
 		Found: func(l *scan.Lock) {
 			if !seen[l.Path] {
 				seen[l.Path] = true

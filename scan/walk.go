@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/lockctl/lockctl/internal/fsx"
@@ -85,11 +87,29 @@ func (r Root) Same(s Root) bool {
 
 // Walker walks roots and hands each Lock it finds to Found. Problems below a
 // root that do not stop the walk (an unreadable subtree, a name that vanished)
-// go to Warn. Both are called from the walking goroutine, in walk order.
+// go to Warn. Found and Warn are never called concurrently with themselves
+// or each other; with Workers > 1 the order in which locks are found varies
+// from run to run (the set does not).
 type Walker struct {
 	Match Matcher
 	Found func(*Lock)
 	Warn  func(error)
+	// Workers is how many directories may be walked at once; 0 or 1 walks
+	// one at a time.
+	Workers int
+	// Entries counts the directory entries seen so far (for progress). It is
+	// updated atomically and may be read while the walk runs.
+	Entries atomic.Int64
+
+	mu   sync.Mutex     // serialises Found and Warn
+	wg   sync.WaitGroup // directories handed to other goroutines
+	slot chan struct{}  // one token per extra goroutine allowed
+}
+
+func (w *Walker) found(l *Lock) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.Found(l)
 }
 
 // Walk walks one root. It returns an error only when the root itself cannot
@@ -109,19 +129,23 @@ func (w *Walker) Walk(r Root) error {
 		if l == nil {
 			return &fs.PathError{Op: "stat", Path: r.Path, Err: fs.ErrNotExist}
 		}
-		w.Found(l)
+		w.found(l)
 		return nil
 	}
 	fd, err := fsx.OpenRoot(r.Path)
 	if err != nil {
 		return err
 	}
-	defer fsx.Close(fd)
 	st, err := fsx.Fstat(fd, r.Path)
 	if err != nil {
+		fsx.Close(fd)
 		return err
 	}
+	if w.Workers > 1 && w.slot == nil {
+		w.slot = make(chan struct{}, w.Workers-1)
+	}
 	w.dir(fd, r.Path, 0, []devIno{{st.Dev, st.Ino}})
+	w.wg.Wait()
 	return nil
 }
 
@@ -191,19 +215,25 @@ func (d *dirFS) get() fsx.FS {
 
 func (w *Walker) warn(err error) {
 	if w.Warn != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		w.Warn(err)
 	}
 }
 
-// dir handles one directory open at fd. ancestors are the directories on
-// the path from the root, so a bind-mount loop is noticed rather than walked
-// forever (symbolic links are never followed, so they cannot loop).
+// dir handles one directory open at fd, and closes it. ancestors are the
+// directories on the path from the root, so a bind-mount loop is noticed
+// rather than walked forever (symbolic links are never followed, so they
+// cannot loop).
 func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
+	defer fsx.Close(fd)
 	var sides map[string][]side // most directories have none
 	var locks []string
 	var subdirs []string
 	// Names are lent by ReadDirFunc: clone only the ones kept.
+	n := int64(0)
 	err := fsx.ReadDirFunc(fd, path, func(name string, typ fs.FileMode) {
+		n++
 		if s, ok := w.Match.side(name); ok {
 			if sides == nil {
 				sides = map[string][]side{}
@@ -223,13 +253,14 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 			subdirs = append(subdirs, strings.Clone(name))
 		}
 	})
+	w.Entries.Add(n)
 	if err != nil {
 		w.warn(err) // keep what was listed before the error
 	}
 	dfs := &dirFS{fd: fd, path: path}
 	for _, name := range locks {
 		if l := w.read(fd, path, name, sides[name], dfs); l != nil {
-			w.Found(l)
+			w.found(l)
 		}
 		delete(sides, name)
 	}
@@ -240,7 +271,7 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		}
 		sort.Strings(bases)
 		for _, b := range bases {
-			w.Found(w.orphan(fd, path, b, sides[b], dfs))
+			w.found(w.orphan(fd, path, b, sides[b], dfs))
 		}
 	}
 	for _, name := range subdirs {
@@ -273,10 +304,21 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		}
 		if loop {
 			w.warn(fmt.Errorf("not walking %q: it is the same directory as one of its parents (a bind-mount loop)", sub))
-		} else {
-			w.dir(cfd, sub, depth+1, append(ancestors, key))
+			fsx.Close(cfd)
+			continue
 		}
-		fsx.Close(cfd)
+		// A fresh slice: goroutines must not share the backing array.
+		anc := append(append(make([]devIno, 0, len(ancestors)+1), ancestors...), key)
+		select {
+		case w.slot <- struct{}{}:
+			w.wg.Add(1)
+			go func() {
+				defer func() { <-w.slot; w.wg.Done() }()
+				w.dir(cfd, sub, depth+1, anc)
+			}()
+		default: // no free worker (or none configured): walk it here
+			w.dir(cfd, sub, depth+1, anc)
+		}
 	}
 }
 

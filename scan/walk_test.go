@@ -2,10 +2,12 @@ package scan_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"syscall"
@@ -1174,5 +1176,68 @@ func TestWalkHolderWithoutToken(t *testing.T) {
 	var fe *scan.FormatError
 	if h := got[0].Holders[0]; h.Holder != nil || !errors.As(h.Err, &fe) {
 		t.Fatalf("holder. = %+v, %v; want a malformed record", h.Holder, h.Err)
+	}
+}
+
+// Concurrency must not change what is found: a walk with workers and a
+// walk without agree, lock for lock, on a large generated tree.
+func TestConcurrentWalkAgrees(t *testing.T) {
+	root := t.TempDir()
+	n := 0
+	for a := 0; a < 12; a++ {
+		for b := 0; b < 12; b++ {
+			dir := filepath.Join(root, fmt.Sprintf("a%d", a), fmt.Sprintf("b%d", b))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for c := 0; c < 10; c++ {
+				name := filepath.Join(dir, fmt.Sprintf("f%d", c))
+				switch c % 5 {
+				case 0:
+					name += ".lock"
+					n++
+				case 1:
+					name = filepath.Join(dir, fmt.Sprintf("LCK..tty%d", c))
+					n++
+				}
+				if err := os.WriteFile(name, []byte(fmt.Sprintf("%d\n", 100+c)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(dir, "d.lock"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	walk := func(workers int) map[string]string {
+		m, _ := scan.NewMatcher(nil)
+		got := map[string]string{}
+		w := &scan.Walker{Match: m, Workers: workers, Found: func(l *scan.Lock) {
+			if _, dup := got[l.Path]; dup {
+				t.Errorf("workers=%d: %s found twice", workers, l.Path)
+			}
+			got[l.Path] = fmt.Sprintf("%s %s %d", l.Kind, l.Format, len(l.Holders))
+		}}
+		r, err := scan.ResolveRoot(root, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Walk(r); err != nil {
+			t.Fatal(err)
+		}
+		if e := w.Entries.Load(); e < int64(n) {
+			t.Errorf("workers=%d: Entries = %d, want at least %d", workers, e, n)
+		}
+		return got
+	}
+	seq := walk(1)
+	if len(seq) != n {
+		t.Fatalf("sequential walk found %d locks, want %d", len(seq), n)
+	}
+	for i := 0; i < 5; i++ {
+		if par := walk(8); !reflect.DeepEqual(par, seq) {
+			t.Fatalf("concurrent walk found %d locks, sequential %d; they differ", len(par), len(seq))
+		}
 	}
 }

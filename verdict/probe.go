@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,20 +44,27 @@ type Probe interface {
 
 // CachingProbe remembers each pid's answer for the life of one run, so a
 // registry where many locks share a holder asks the kernel once.
+// It is safe for concurrent use.
 type CachingProbe struct {
 	Next Probe
+	mu   sync.Mutex
 	seen map[int]Proc
 }
 
 // Probe implements Probe.
 func (c *CachingProbe) Probe(pid int) Proc {
-	if p, ok := c.seen[pid]; ok {
+	c.mu.Lock()
+	p, ok := c.seen[pid]
+	c.mu.Unlock()
+	if ok {
 		return p
 	}
+	p = c.Next.Probe(pid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.seen == nil {
 		c.seen = map[int]Proc{}
 	}
-	p := c.Next.Probe(pid)
 	c.seen[pid] = p
 	return p
 }
