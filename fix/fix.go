@@ -338,19 +338,29 @@ func (f *Fixer) rollback(claim, to place, why string) Outcome {
 // or removes the lock and the claim when that holder is gone too.
 func (f *Fixer) finish(res verdict.Result) Outcome {
 	l := res.Lock
-	var c *scan.Claim
-	var step verdict.Step
+	// The side files the remedy resolves: one to put back, or every one
+	// it removes.
+	var restoreTo string
+	var targets []*scan.Claim
 	for _, s := range res.Remove {
-		if s.Op == verdict.OpRestore || s.Op == verdict.OpRemove {
-			step = s
+		if s.Op != verdict.OpRestore && s.Op != verdict.OpRemove {
+			continue
 		}
-	}
-	for i := range l.Claims {
-		if filepath.Join(l.Dir, l.Claims[i].Record.File) == step.Path {
-			c = &l.Claims[i]
+		if s.Op == verdict.OpRestore {
+			restoreTo = s.To
 		}
+		var c *scan.Claim
+		for i := range l.Claims {
+			if filepath.Join(l.Dir, l.Claims[i].Record.File) == s.Path {
+				c = &l.Claims[i]
+			}
+		}
+		if c == nil || c.Record.Holder == nil {
+			return kept("cannot tell which side file to resolve")
+		}
+		targets = append(targets, c)
 	}
-	if c == nil || c.Record.Holder == nil {
+	if len(targets) == 0 || restoreTo != "" && len(targets) != 1 {
 		return kept("cannot tell which side file to resolve")
 	}
 	f.hook(BeforeOpen, l)
@@ -359,36 +369,88 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 		return kept("cannot open the registry directory: %v", err)
 	}
 	defer fsx.Close(dfd)
-	from := place{dfd, l.Dir, c.Record.File}
-	var sub *place // the directory an unpublished record was built in
-	if d := filepath.Dir(c.Record.File); d != "." {
-		sfd, err := fsx.OpenDirAt(dfd, l.Dir, d)
-		if err != nil {
-			return kept("cannot open %s: %v", filepath.Join(l.Dir, d), err)
+
+	// held is one side file this sweeper has claimed: where it was, where
+	// it is now, and the directory an unpublished record was built in.
+	type held struct {
+		c    *scan.Claim
+		from place
+		mine place
+		rec  scan.Record
+		sub  *place
+	}
+	var hs []held
+	open := func(c *scan.Claim) (from place, sub *place, err error) {
+		from = place{dfd, l.Dir, c.Record.File}
+		if d := filepath.Dir(c.Record.File); d != "." {
+			sfd, err := fsx.OpenDirAt(dfd, l.Dir, d)
+			if err != nil {
+				return place{}, nil, err
+			}
+			from = place{sfd, filepath.Join(l.Dir, d), filepath.Base(c.Record.File)}
+			sub = &place{dfd, l.Dir, d}
 		}
-		defer fsx.Close(sfd)
-		from = place{sfd, filepath.Join(l.Dir, d), filepath.Base(c.Record.File)}
-		sub = &place{dfd, l.Dir, d}
+		return from, sub, nil
 	}
-	if step.Op == verdict.OpRestore {
-		return f.restore(l, *c, from, step.To)
+	defer func() {
+		for _, h := range hs {
+			if h.sub != nil {
+				fsx.Close(h.from.fd)
+			}
+		}
+	}()
+	if restoreTo != "" {
+		from, sub, err := open(targets[0])
+		if err != nil {
+			return kept("cannot open the side file's directory: %v", err)
+		}
+		if sub != nil {
+			defer fsx.Close(from.fd)
+		}
+		return f.restore(l, *targets[0], from, restoreTo)
 	}
-	// Claim the abandoned claim ourselves, so that of several sweepers only
-	// one finishes it, and so that the lock directory it guards can only be
-	// removed by the one that holds it.
-	claim := place{dfd, l.Dir, f.claimName(l, "")}
-	rec, out := f.bind(l, c.Record, from, claim)
-	if out != nil {
-		return *out
+	// Put back, newest first, every side file claimed so far.
+	back := func(format string, args ...any) Outcome {
+		why := fmt.Sprintf(format, args...)
+		out := kept("%s; the side files were put back", why)
+		for i := len(hs) - 1; i >= 0; i-- {
+			if o := f.rollback(hs[i].mine, hs[i].from, why); o.Conflict != "" {
+				out = o
+			}
+		}
+		return out
 	}
-	back := func(format string, args ...any) Outcome { return f.rollback(claim, from, fmt.Sprintf(format, args...)) }
+	// Claim each abandoned side file ourselves, so that of several sweepers
+	// only one finishes them, and so that the lock directory they guard can
+	// only be removed by the one that holds them all.
+	for _, c := range targets {
+		from, sub, err := open(c)
+		if err != nil {
+			return back("cannot open the side file's directory: %v", err)
+		}
+		mine := place{dfd, l.Dir, f.claimName(l, "")}
+		rec, out := f.bind(l, c.Record, from, mine)
+		if out != nil {
+			if sub != nil {
+				fsx.Close(from.fd)
+			}
+			if len(hs) == 0 {
+				return *out
+			}
+			return back("%s", out.Reason)
+		}
+		hs = append(hs, held{c: c, from: from, mine: mine, rec: rec, sub: sub})
+	}
 	f.hook(BeforeJudge, l)
 	again := *l
 	again.Holders = nil
-	again.Claims = []scan.Claim{{Kind: c.Kind, By: c.By, Record: rec}}
+	again.Claims = nil
+	for _, h := range hs {
+		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Record: h.rec})
+	}
 	r := f.Judge.Judge(&again)
 	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
-		return back("judged again, it is not an abandoned claim of a gone holder: %s", r.Reason)
+		return back("judged again, it is not abandoned with every claimed holder gone: %s", r.Reason)
 	}
 	f.hook(BeforeRemove, l)
 	if removesLock(res, l) {
@@ -403,15 +465,25 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 			}
 		}
 	}
-	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, false); err != nil {
-		return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s; but %s could not be removed: %v", c.Kind, claim.path(), err)}
-	}
-	if sub != nil {
-		if err := fsx.Unlinkat(sub.fd, sub.dir, sub.name, true); err != nil {
-			return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s; but %s could not be removed: %v", c.Kind, sub.path(), err)}
+	var left []string
+	for _, h := range hs {
+		if err := fsx.Unlinkat(h.mine.fd, h.mine.dir, h.mine.name, false); err != nil {
+			left = append(left, h.mine.path())
+		}
+		if h.sub != nil {
+			if err := fsx.Unlinkat(h.sub.fd, h.sub.dir, h.sub.name, true); err != nil {
+				left = append(left, h.sub.path())
+			}
 		}
 	}
-	return Outcome{Action: Removed, Reason: fmt.Sprintf("finished the abandoned %s: its maker and the holder it claimed are both gone", c.Kind)}
+	what := fmt.Sprintf("the abandoned %s", targets[0].Kind)
+	if len(hs) > 1 {
+		what = fmt.Sprintf("%d abandoned side files", len(hs))
+	}
+	if len(left) > 0 {
+		return Outcome{Action: Removed, Reason: fmt.Sprintf("finished %s; but could not remove %s", what, strings.Join(left, ", "))}
+	}
+	return Outcome{Action: Removed, Reason: fmt.Sprintf("finished %s: the makers and the holders claimed are all gone", what)}
 }
 
 // removesLock reports whether the judged remedy removes the lock directory

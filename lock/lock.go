@@ -362,6 +362,11 @@ func (l *Lock) Release() error {
 	if err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
 		return back("the record in it is not the one this holder wrote")
 	}
+	// rmdir works by name: check the name still holds the directory this
+	// holder published, so that it can never remove someone else's.
+	if st, err := fsx.Lstatat(dfd, l.dir, l.name); err != nil || !l.dirInfo.Same(st) {
+		return back("the lock directory was replaced while it was being released")
+	}
 	if err := fsx.Unlinkat(dfd, l.dir, l.name, true); err != nil {
 		if e := back("the lock directory could not be removed"); !errors.As(e, new(*TakenOverError)) {
 			return e

@@ -101,6 +101,10 @@ type Walker struct {
 	// updated atomically and may be read while the walk runs.
 	Entries atomic.Int64
 
+	// beforeLockRead, for tests, runs after the directory holding a lock
+	// was listed and before the lock itself is read.
+	beforeLockRead func(name string)
+
 	mu   sync.Mutex     // serialises Found and Warn
 	wg   sync.WaitGroup // directories handed to other goroutines
 	slot chan struct{}  // one token per extra goroutine allowed
@@ -153,19 +157,9 @@ func (w *Walker) Walk(r Root) error {
 // with the side files that extend its name. It returns nil if neither the
 // lock nor any side file exists.
 func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
-	ents, err := fsx.ReadDir(fd, dir)
+	sides, found, err := listSides(fd, dir, name)
 	if err != nil {
 		return nil, err
-	}
-	m := exactMatcher(name)
-	var sides []side
-	found := false
-	for _, e := range ents {
-		if e.Name == name {
-			found = true
-		} else if s, ok := m.side(e.Name); ok {
-			sides = append(sides, s)
-		}
 	}
 	dfs := &dirFS{fd: fd, path: dir}
 	switch {
@@ -175,6 +169,28 @@ func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
 		return w.orphan(fd, dir, name, sides, dfs), nil
 	}
 	return nil, nil
+}
+
+// listSides lists the directory open at fd for the side files of the lock
+// name (whatever its name), and says whether name itself is there.
+func listSides(fd int, dir, name string) (sides []side, found bool, err error) {
+	m := exactMatcher(name)
+	err = fsx.ReadDirFunc(fd, dir, func(n string, _ fs.FileMode) {
+		if n == name {
+			found = true
+		} else if s, ok := m.side(n); ok {
+			s.name = strings.Clone(s.name)
+			s.base = s.name[:len(s.base)]
+			s.rest = s.name[len(s.name)-len(s.rest):]
+			sides = append(sides, s)
+		}
+	})
+	return sides, found, err
+}
+
+func sidesOf(fd int, dir, name string) ([]side, error) {
+	sides, _, err := listSides(fd, dir, name)
+	return sides, err
 }
 
 // ReadOne reads the lock name in the directory dir, opened without
@@ -326,6 +342,9 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 // It returns nil if the lock vanished and left nothing behind.
 func (w *Walker) read(fd int, dir, name string, sides []side, dfs *dirFS) *Lock {
 	l := &Lock{Path: filepath.Join(dir, name), Dir: dir, Name: name, Format: FormatUnrecognized, FS: dfs.get()}
+	if w.beforeLockRead != nil {
+		w.beforeLockRead(name)
+	}
 	st, err := fsx.Lstatat(fd, dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(sides) == 0 {
@@ -458,6 +477,13 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 	case len(l.Writers) > 0 || len(l.Pending) > 0:
 		l.Format = FormatRegistryB
 		return sides
+	}
+	// Nothing inside. The parent was listed before this directory was read,
+	// and a record claimed out of it in between (a release or break under
+	// way) is a side file that listing missed. List them again, now: read
+	// in this order, a record is always seen in one place or the other.
+	if fresh, err := sidesOf(fd, l.Dir, l.Name); err == nil {
+		sides = fresh
 	}
 	// Generation A: the holder record is the sibling <lock>.holder.
 	for i, s := range sides {

@@ -1241,3 +1241,44 @@ func TestConcurrentWalkAgrees(t *testing.T) {
 		}
 	}
 }
+
+// A record claimed out of its lock directory after the registry was listed
+// (a release or break under way) must still be seen, as a side file: the
+// walk reads a holder-less lock directory before it settles its side files.
+// Found by the model of the protocol (docs/model.md, finding 1): without
+// this, doctor --fix saw an empty directory beside a stale claim and
+// removed a releasing holder's lock.
+func TestWalkSeesRecordClaimedMidWalk(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "x.lock")
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tok := "42." + strings.Repeat("ab", 16) + ".1"
+	rec := "token " + tok + "\npid 42\ncommand c\nhost h\n"
+	if err := os.WriteFile(filepath.Join(lock, "holder."+tok), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := scan.NewMatcher(nil)
+	var got []*scan.Lock
+	w := &scan.Walker{Match: m, Found: func(l *scan.Lock) { got = append(got, l) }}
+	scan.SetBeforeLockRead(w, func(name string) {
+		// The holder releases now: its record leaves the directory.
+		if err := os.Rename(filepath.Join(lock, "holder."+tok), filepath.Join(dir, "x.lock.rel."+tok)); err != nil {
+			t.Error(err)
+		}
+	})
+	r, err := scan.ResolveRoot(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Walk(r); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("Walk found %d locks, want 1", len(got))
+	}
+	if l := got[0]; len(l.Holders) != 0 || len(l.Claims) != 1 || l.Claims[0].Kind != scan.ClaimRelease {
+		t.Fatalf("Walk = %d holders, claims %+v; want the record seen as release staging", len(l.Holders), l.Claims)
+	}
+}

@@ -516,12 +516,7 @@ func (j *Judge) claimed(r Result) Result {
 	}
 	r.Verdict = Claimed
 	if len(claims) != 1 {
-		var parts []string
-		for _, c := range claims {
-			parts = append(parts, j.sideNote(c))
-		}
-		r.Reason = fmt.Sprintf("%d side files and no holder: %s; resolve them by hand", len(claims), strings.Join(parts, "; "))
-		return r
+		return j.claimedMany(r, claims)
 	}
 	c := claims[0]
 	by := j.probeBy(c.By)
@@ -568,6 +563,46 @@ func (j *Judge) claimed(r Result) Result {
 	case rec.v == Live && l.Kind == scan.KindMissing:
 		r.Reason += "; the lock was removed while its holder runs, so that holder may believe it still holds the lock"
 	}
+	return r
+}
+
+// claimedMany judges a lock with several claims or staging files and no
+// holder (two releases or breaks that both died, say). When every maker is
+// gone and every record claimed is gone too, nothing is left to protect:
+// the lock and all the side files can go. Otherwise it is left to a person,
+// saying why.
+func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
+	l := r.Lock
+	var parts []string
+	done := len(claims) > 0
+	var steps []Step
+	for _, c := range claims {
+		parts = append(parts, j.sideNote(c))
+		by := j.probeBy(c.By)
+		var rec judged
+		if c.Record.Err != nil || c.Record.Holder == nil {
+			rec = j.record(l, &c.Record)
+		} else {
+			rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
+		}
+		if (by.State != StateAbsent && by.State != StateZombie) || rec.v != Gone {
+			done = false
+			parts[len(parts)-1] += fmt.Sprintf(", holding a record that is %s", rec.v)
+		}
+		steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, c.Record.File)})
+		if sub := filepath.Dir(c.Record.File); sub != "." {
+			steps = append(steps, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
+	}
+	if !done {
+		r.Reason = fmt.Sprintf("%d side files and no holder: %s; resolve them by hand", len(claims), strings.Join(parts, "; "))
+		return r
+	}
+	r.Reason = fmt.Sprintf("%d side files, all abandoned by makers that are gone and all holding records of holders that are gone: %s", len(claims), strings.Join(parts, "; "))
+	if l.Kind == scan.KindDir {
+		r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
+	}
+	r.Remove = append(r.Remove, steps...)
 	return r
 }
 

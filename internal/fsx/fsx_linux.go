@@ -133,11 +133,15 @@ func Fstat(fd int, path string) (Stat, error) {
 	return fromStatx(&x), nil
 }
 
-// ReadDirFunc calls f for each entry of the directory open at fd, in
-// kernel order, with its name and type. The name is only lent: it is valid
+// ReadDirFunc calls f for each entry of the directory open at fd, from its
+// start, in kernel order, with its name and type. The name is only lent: it is valid
 // until f returns, and f must strings.Clone what it keeps. This lets a walk
 // skip the many names it does not care about without allocating them.
 func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+	// From the start, even if fd was read before.
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return pathErr("readdir", dir, "", err)
+	}
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp

@@ -1,0 +1,52 @@
+package fix_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// Two releases (or breaks) that both died leave an empty lock directory
+// with two side files. When both makers and both claimed holders are gone,
+// nothing is left to protect: --fix finishes them all. Before, "resolve them
+// by hand" wedged the lock for good (docs/model.md, finding 2).
+func TestSeveralAbandonedClaims(t *testing.T) {
+	host := testHost(t)
+	t.Run("all gone: finished", func(t *testing.T) {
+		dir := tempDir(t)
+		lock := mkGenA(t, dir, "x.lock", nil)
+		p1, p2 := goneHolder(t), goneHolder(t)
+		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), recA(p1, host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.777", lock, goneHolder(t)), recA(p2, host.Name))
+		res := judge(t, dir, lock, verdict.Claimed)
+		if len(res.Remove) != 3 {
+			t.Fatalf("Judge(%s).Remove = %v, want the directory and both side files", lock, res.Remove)
+		}
+
+		o := fix.New(host).Fix(res)
+
+		wantOutcome(t, lock, o, fix.Removed, "finished 2 abandoned side files")
+		if left := names(t, dir); len(left) > 0 {
+			t.Errorf("the registry still holds %q, want nothing", left)
+		}
+	})
+	t.Run("one maker alive: left alone", func(t *testing.T) {
+		dir := tempDir(t)
+		lock := mkGenA(t, dir, "x.lock", nil)
+		p1, live := goneHolder(t), liveHolder(t)
+		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), recA(p1, host.Name))
+		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, live), recA(live, host.Name))
+		before := snapshot(t, dir)
+		res := judge(t, dir, lock, verdict.Claimed)
+		if len(res.Remove) != 0 {
+			t.Fatalf("Judge(%s).Remove = %v, want none while a releaser runs", lock, res.Remove)
+		}
+
+		o := fix.New(host).Fix(res)
+
+		wantOutcome(t, lock, o, fix.Skipped, "")
+		sameTree(t, dir, before)
+	})
+}

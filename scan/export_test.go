@@ -1,0 +1,5 @@
+package scan
+
+// SetBeforeLockRead lets tests act between the listing of a directory and
+// the reading of a lock in it.
+func SetBeforeLockRead(w *Walker, f func(name string)) { w.beforeLockRead = f }
