@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
@@ -39,6 +41,8 @@ the report cannot be written.`,
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
+			&cli.BoolFlag{Name: "json-lines", Usage: "print one JSON object per lock as it is judged, then a summary object (for trees too big to wait for)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no hints on stderr (errors still go there)"},
 			formatFlag(),
 			outputFlag(),
 			&cli.BoolFlag{Name: "fix", Usage: "remove gone locks and finish abandoned breaks, each bound to the holder judged; touches nothing else"},
@@ -158,6 +162,24 @@ func doctorAction(c *cli.Context) error {
 			roots = append(roots, r)
 		}
 	}
+	var fixer *fix.Fixer
+	if c.Bool("fix") {
+		fixer = fix.New(rep.Host)
+		fixer.Hook = fixHook(stderr)
+		fixer.LegacyOlderThan = legacy
+		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
+	}
+	act := func(res verdict.Result) fix.Outcome {
+		o := fixer.Fix(res)
+		if o.Conflict != "" {
+			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
+		}
+		return o
+	}
+	quiet := c.Bool("quiet")
+	var found, judged atomic.Int64
+	// handle receives each lock once, judged, in walk order.
+	var handle func(verdict.Result)
 	seen := map[string]bool{}
 	w := scan.Walker{
 		Match: m,
@@ -166,43 +188,74 @@ func doctorAction(c *cli.Context) error {
 		// few more walkers than cores keep both busy.
 		Workers: 2 * runtime.GOMAXPROCS(0),
 		Found: func(l *scan.Lock) {
+			found.Add(1)
 			if !seen[l.Path] {
 				seen[l.Path] = true
-				rep.Results = append(rep.Results, judge.Judge(l))
+				handle(judge.Judge(l))
+				judged.Add(1)
 			}
 		},
 	}
-	for _, r := range roots {
-		if err := w.Walk(r); err != nil {
-			badRoot = badRoot || named
-			note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)), "")
-		}
-	}
-	if c.Bool("fix") {
-		fixer := fix.New(rep.Host)
-		fixer.Hook = fixHook(stderr)
-		fixer.LegacyOlderThan = legacy
-		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
-		for _, res := range rep.Results {
-			o := fixer.Fix(res)
-			rep.Outcomes[res.Lock] = o
-			if o.Conflict != "" {
-				fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
+	walk := func() {
+		stop := startProgress(stderr, !quiet && form.format != formatJSON && form.format != formatJSONLines, &w.Entries, &found, &judged)
+		defer stop()
+		for _, r := range roots {
+			if err := w.Walk(r); err != nil {
+				badRoot = badRoot || named
+				note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)), "")
 			}
 		}
 	}
-	rep.Sort()
 
-	if err := form.write(c.App.Writer, rep); err != nil {
-		return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+	var attention bool
+	var counts map[verdict.Verdict]int
+	if form.format == formatJSONLines {
+		// Stream: each lock is written (and, with --fix, acted on) as soon
+		// as it is judged; nothing is held but counts.
+		var lw *report.LineWriter
+		stream := func(out io.Writer) error {
+			lw = report.NewLineWriter(out, rep.Now, fail, fixer != nil)
+			handle = func(res verdict.Result) {
+				if fixer == nil {
+					lw.Lock(res, nil)
+					return
+				}
+				o := act(res)
+				lw.Lock(res, &o)
+			}
+			walk()
+			return lw.Summary(rep.Host, rep.Errors)
+		}
+		if form.output != "" {
+			err = writeFileAtomic(form.output, stream)
+		} else {
+			err = stream(c.App.Writer)
+		}
+		if err != nil {
+			return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+		}
+		attention, counts = lw.NeedsAttention(), lw.Counts()
+	} else {
+		handle = func(res verdict.Result) { rep.Results = append(rep.Results, res) }
+		walk()
+		if fixer != nil {
+			for _, res := range rep.Results {
+				rep.Outcomes[res.Lock] = act(res)
+			}
+		}
+		rep.Sort()
+		if err := form.write(c.App.Writer, rep); err != nil {
+			return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+		}
+		attention, counts = rep.NeedsAttention(), rep.Counts()
 	}
-	if n := rep.Counts()[verdict.Gone]; n > 0 && form.format == formatText && !c.Bool("fix") {
+	if n := counts[verdict.Gone]; n > 0 && form.format == formatText && fixer == nil && !quiet {
 		fmt.Fprintf(stderr, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
 	}
 	switch {
 	case badRoot:
 		return &exitCode{code: exitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
-	case rep.NeedsAttention():
+	case attention:
 		return &exitCode{code: exitAttention}
 	}
 	return nil

@@ -19,16 +19,17 @@ import (
 
 // The report formats of doctor --format.
 const (
-	formatText = "text" // for people: styled on a terminal, plain elsewhere
-	formatJSON = "json" // one versioned JSON document (the same as --json)
-	formatProm = "prom" // Prometheus text exposition, for node_exporter's textfile collector
+	formatText      = "text"       // for people: styled on a terminal, plain elsewhere
+	formatJSON      = "json"       // one versioned JSON document (the same as --json)
+	formatJSONLines = "json-lines" // one JSON object per lock as it is judged, then a summary
+	formatProm      = "prom"       // Prometheus text exposition, for node_exporter's textfile collector
 )
 
-var formats = []string{formatText, formatJSON, formatProm}
+var formats = []string{formatText, formatJSON, formatJSONLines, formatProm}
 
 func formatFlag() cli.Flag {
 	return &cli.StringFlag{Name: "format", Value: formatText,
-		Usage: "write the report as `FORMAT`: text, json (the same as --json) or prom (Prometheus text format, for node_exporter's textfile collector)"}
+		Usage: "write the report as `FORMAT`: text, json (the same as --json), json-lines (the same as --json-lines) or prom (Prometheus text format, for node_exporter's textfile collector)"}
 }
 
 func outputFlag() cli.Flag {
@@ -48,13 +49,16 @@ type reportForm struct {
 func parseReportForm(c *cli.Context) (reportForm, error) {
 	f := reportForm{format: c.String("format"), output: c.String("output")}
 	if !slices.Contains(formats, f.format) {
-		return f, usageErr("--format: %q is not a format (want text, json or prom)", f.format)
+		return f, usageErr("--format: %q is not a format (want text, json, json-lines or prom)", f.format)
 	}
-	if c.Bool("json") {
-		if c.IsSet("format") && f.format != formatJSON {
-			return f, usageErr("--json and --format %s disagree: --json is --format json, give one of them", f.format)
+	for _, alias := range []string{formatJSON, formatJSONLines} {
+		if !c.Bool(alias) {
+			continue
 		}
-		f.format = formatJSON
+		if c.IsSet("format") && f.format != alias || f.format != formatText && f.format != alias {
+			return f, usageErr("--%s and --format %s disagree: --%s is --format %s, give one of them", alias, f.format, alias, alias)
+		}
+		f.format = alias
 	}
 	if c.IsSet("output") && f.output == "" {
 		return f, usageErr("--output is empty: name the file to write")
