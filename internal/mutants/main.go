@@ -1,0 +1,223 @@
+// Command mutants checks that every safety mechanism of lockctl has a test
+// that notices when the mechanism is gone.
+//
+// Each file in internal/mutants/patches is a patch that reverts one
+// mechanism, with a header naming what it breaks and which tests must
+// notice:
+//
+//	# mutant: eperm-dead
+//	# what: EPERM from kill(pid, 0) is read as "no such process"
+//	# packages: ./verdict
+//	# tests: TestKernelProbeEPERM
+//	--- a/verdict/probe_linux.go
+//	+++ b/verdict/probe_linux.go
+//	...
+//
+// For each patch, mutants copies the module to a temporary directory,
+// applies the patch there (a patch that no longer applies is a failure, not
+// a skip), runs the named tests, and prints "killed NAME by TestX" or
+// "SURVIVED NAME". The last line is "mutants: N killed, M survived"; the
+// exit status is non-zero if anything survived or failed to apply.
+//
+// Run it from the module root: go run ./internal/mutants [-run REGEXP].
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+type mutant struct {
+	name     string
+	what     string
+	packages []string
+	tests    string
+	file     string
+}
+
+func main() {
+	run := flag.String("run", "", "only the mutants whose name matches `REGEXP`")
+	list := flag.Bool("list", false, "list the mutants and exit")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give each mutant's tests at most `D`")
+	flag.Parse()
+	os.Exit(mainErr(*run, *list, *timeout, os.Stdout, os.Stderr))
+}
+
+func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Writer) int {
+	root, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: %v\n", err)
+		return 2
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		fmt.Fprintf(stderr, "mutants: run me from the module root (no go.mod in %s)\n", root)
+		return 2
+	}
+	ms, err := load(filepath.Join(root, "internal/mutants/patches"))
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: %v\n", err)
+		return 2
+	}
+	var re *regexp.Regexp
+	if run != "" {
+		if re, err = regexp.Compile(run); err != nil {
+			fmt.Fprintf(stderr, "mutants: -run: %v\n", err)
+			return 2
+		}
+	}
+	killed, survived, broken := 0, 0, 0
+	for _, m := range ms {
+		if re != nil && !re.MatchString(m.name) {
+			continue
+		}
+		if list {
+			fmt.Fprintf(stdout, "%-32s %s\n", m.name, m.what)
+			continue
+		}
+		start := time.Now()
+		by, err := try(root, m, timeout)
+		switch {
+		case err != nil:
+			broken++
+			fmt.Fprintf(stdout, "BROKEN %s: %v\n", m.name, err)
+		case by == "":
+			survived++
+			fmt.Fprintf(stdout, "SURVIVED %s (%s): no test in %s noticed\n", m.name, m.what, strings.Join(m.packages, " "))
+		default:
+			killed++
+			fmt.Fprintf(stdout, "killed %s by %s (%.1fs)\n", m.name, by, time.Since(start).Seconds())
+		}
+	}
+	if list {
+		return 0
+	}
+	if broken > 0 {
+		fmt.Fprintf(stdout, "mutants: %d patches do not apply or could not be tested\n", broken)
+	}
+	fmt.Fprintf(stdout, "mutants: %d killed, %d survived\n", killed, survived)
+	if survived > 0 || broken > 0 {
+		return 1
+	}
+	return 0
+}
+
+// load reads the patches and their headers.
+func load(dir string) ([]mutant, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ms []mutant
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".patch") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		m := mutant{file: p}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "# ") {
+				break
+			}
+			k, v, _ := strings.Cut(strings.TrimPrefix(line, "# "), ": ")
+			switch k {
+			case "mutant":
+				m.name = v
+			case "what":
+				m.what = v
+			case "packages":
+				m.packages = strings.Fields(v)
+			case "tests":
+				m.tests = v
+			}
+		}
+		if m.name == "" || len(m.packages) == 0 || m.tests == "" {
+			return nil, fmt.Errorf("%s: the header must name the mutant, its packages and its tests", p)
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	return ms, nil
+}
+
+// try applies m to a copy of the module and runs its tests. It returns the
+// first test that failed, or "" if all passed.
+func try(root string, m mutant, timeout time.Duration) (string, error) {
+	tmp, err := os.MkdirTemp("", "lockctl-mutant-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyModule(root, tmp); err != nil {
+		return "", fmt.Errorf("cannot copy the module: %w", err)
+	}
+	apply := exec.Command("git", "apply", "--whitespace=nowarn", m.file)
+	apply.Dir = tmp
+	if out, err := apply.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("the patch does not apply: %s", strings.TrimSpace(string(out)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args := append([]string{"test", "-count=1", "-run", m.tests}, m.packages...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = tmp
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return "timeout after " + timeout.String(), nil // a hang is noticed too
+	}
+	if err == nil {
+		return "", nil
+	}
+	if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+		return "", fmt.Errorf("the mutated module does not build:\n%s", out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			return strings.Fields(t)[0], nil
+		}
+	}
+	return "go test (exit status " + fmt.Sprint(cmd.ProcessState.ExitCode()) + ")", nil
+}
+
+// copyModule copies the module's files (not .git) from root to dst.
+func copyModule(root, dst string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && (d.Name() == ".git" || rel == "internal/mutants/patches") {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info, _ := d.Info()
+			return os.WriteFile(target, b, info.Mode().Perm())
+		}
+		return nil // symlinks, FIFOs: not part of the module's sources
+	})
+}
