@@ -145,7 +145,12 @@ type Claim struct {
 	Kind ClaimKind
 	// By is the pid of the breaker, releaser or publisher named in the file
 	// name, or 0 when the name carries none.
-	By     int64
+	By int64
+	// Maker is true when By names the process that made the side file
+	// (<lock>.dead.<pid>.*, <lock>.holder.releasing.<pid>,
+	// <lock>.rel.<token>.<pid>, <lock>.new.<token>.<pid>), and false when it
+	// is only the holder's pid taken from a token (<lock>.rel.<token>).
+	Maker  bool
 	Record Record
 }
 

@@ -140,32 +140,41 @@ func (m Matcher) side(name string) (side, bool) {
 //	<lock>.dead.<pid>.<hex>.<attempt>.<breaker> generation B
 //	<lock>.holder.releasing.<pid>               generation A release
 //	<lock>.rel.<token>, <lock>.pub.<token>      generation B
-//	<lock>.new.<token>                          lockctl, building a lock
-func (s side) claimant() (by int64, token string) {
+//	<lock>.new.<token>.<maker pid>              lockctl, building a lock
+//	<lock>.rel.<token>.<releaser pid>           lockctl release
+func (s side) claimant() (by int64, token string, maker bool) {
 	switch {
 	case s.kind == ClaimBreak:
 		parts := strings.Split(s.rest, ".")
 		switch len(parts) {
 		case 2:
 			if pid, ok := parsePid(parts[0]); ok && isDigits(parts[0]) {
-				return pid, ""
+				return pid, "", true
 			}
 		case 4:
 			tok := strings.Join(parts[:3], ".")
 			if _, ok := ParseBToken(tok); ok && isDigits(parts[3]) {
 				pid, _ := parsePid(parts[3])
-				return pid, tok
+				return pid, tok, true
 			}
 		}
 	case s.kind == ClaimRelease && strings.HasPrefix(s.name, s.base+".holder.releasing."):
 		if isDigits(s.rest) {
 			pid, _ := parsePid(s.rest)
-			return pid, ""
+			return pid, "", true
 		}
 	case s.kind == ClaimRelease || s.kind == ClaimPublish || s.kind == ClaimBuild:
 		if pid, ok := ParseBToken(s.rest); ok {
-			return pid, s.rest
+			return pid, s.rest, false
+		}
+		// lockctl names the process that made it after the token:
+		// <lock>.new.<token>.<maker pid>, <lock>.rel.<token>.<releaser pid>.
+		if i := strings.LastIndexByte(s.rest, '.'); i > 0 && isDigits(s.rest[i+1:]) {
+			if _, ok := ParseBToken(s.rest[:i]); ok {
+				pid, _ := parsePid(s.rest[i+1:])
+				return pid, s.rest[:i], true
+			}
 		}
 	}
-	return 0, ""
+	return 0, "", false
 }

@@ -504,10 +504,13 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 }
 
 // readSides reads the claims, staging and unpublished records beside a lock.
+// Breaks and releases are read before builds: the records of many waiting
+// (or killed) acquirers must never crowd a claim out of the read limit.
 func (w *Walker) readSides(fd int, l *Lock, sides []side) {
+	sort.SliceStable(sides, func(i, j int) bool { return sides[i].kind != ClaimBuild && sides[j].kind == ClaimBuild })
 	for i, s := range sides {
-		by, tok := s.claimant()
-		c := Claim{Kind: s.kind, By: by, Record: Record{File: s.name}}
+		by, tok, maker := s.claimant()
+		c := Claim{Kind: s.kind, By: by, Maker: maker, Record: Record{File: s.name}}
 		if i < maxSideFiles {
 			c.Record = readRecord(fd, l.Dir, s.name, s.name)
 			if errors.Is(c.Record.Err, fsx.ErrNotRegular) && c.Record.Info.Mode.IsDir() {

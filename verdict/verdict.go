@@ -93,6 +93,10 @@ type Result struct {
 	Notes []string
 	// Seen says how far kernel evidence was looked for (owner-less locks).
 	Seen Seen
+	// Debris is what to remove of the unpublished lock builds left beside
+	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
+	// whatever the lock's own verdict.
+	Debris []Step
 }
 
 // Judge judges locks against one host and one probe.
@@ -135,7 +139,30 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	if r.Verdict == Ownerless {
 		r = j.kernelHolders(r)
 	}
+	if l.Kind != scan.KindMissing {
+		r.Debris = j.debris(l)
+		if n := len(r.Debris) / 2; n > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
+		}
+	}
 	return r
+}
+
+// debris lists the steps that remove the abandoned builds beside l: an
+// unpublished build can only ever be published by the process that made
+// it, so once that process is gone it is inert.
+func (j *Judge) debris(l *scan.Lock) []Step {
+	var steps []Step
+	for _, c := range l.Claims {
+		sub := filepath.Dir(c.Record.File)
+		if c.Kind != scan.ClaimBuild || !c.Maker || sub == "." {
+			continue
+		}
+		if p := j.probeBy(c.By); p.State == StateAbsent || p.State == StateZombie {
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, c.Record.File)}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
+	}
+	return steps
 }
 
 // kernelHolders asks the kernel who holds an owner-less lock: a live
@@ -215,8 +242,8 @@ func (j *Judge) judge(l *scan.Lock) Result {
 	}
 	r = r.set(*best)
 	for _, c := range l.Claims {
-		if c.Kind == scan.ClaimBuild && j.probeBy(c.By).State == StateRunning {
-			continue // a process waiting for this lock: nothing to note
+		if c.Kind == scan.ClaimBuild {
+			continue // waiting acquirers, or debris (summarised by Judge)
 		}
 		r.Notes = append(r.Notes, j.sideNote(c))
 	}
@@ -429,15 +456,16 @@ func (j *Judge) noRecord(r Result) Result {
 		if c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease {
 			continue
 		}
+		if unreadable(c.Record) {
+			// A claim that could not even be examined may be this lock's.
+			return r.set(judged{v: Unknown, reason: fmt.Sprintf("side file %s could not be read (%s), so whether this lock is being broken or released cannot be told", quoteName(c.Record.File), errText(c.Record.Err))})
+		}
 		if belongs(l, c) {
 			return j.claimed(r)
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("%s is older than the lock directory, so it belongs to an earlier lock, not this one", j.sideNote(c)))
 	}
 	for _, c := range l.Claims {
-		if c.Kind == scan.ClaimBuild && j.probeBy(c.By).State != StateRunning {
-			r.Notes = append(r.Notes, j.sideNote(c))
-		}
 		if c.Kind != scan.ClaimPublish {
 			continue
 		}
@@ -543,8 +571,13 @@ func (j *Judge) claimed(r Result) Result {
 		return r
 	}
 	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
+	// An unpublished build whose maker is gone is inert; an abandoned
+	// lockctl release was asked for by the holder itself (its releaser is
+	// named apart from the holder): both are finished whatever the record
+	// they hold says.
+	intent := c.Maker && (c.Kind == scan.ClaimBuild || c.Kind == scan.ClaimRelease && c.Record.Format() == scan.FormatLockctl)
 	switch {
-	case rec.v == Gone:
+	case rec.v == Gone || intent:
 		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish && c.Kind != scan.ClaimBuild {
 			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
 		}
@@ -604,6 +637,13 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 	}
 	r.Remove = append(r.Remove, steps...)
 	return r
+}
+
+// unreadable reports whether a side file could not be read at all (as
+// opposed to read and found malformed).
+func unreadable(r scan.Record) bool {
+	var fe *scan.FormatError
+	return r.Err != nil && !errors.As(r.Err, &fe)
 }
 
 // belongs reports whether claim c can be about lock directory l. A claim
