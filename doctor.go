@@ -171,6 +171,9 @@ func doctorAction(c *cli.Context) error {
 	}
 	act := func(res verdict.Result) fix.Outcome {
 		o := fixer.Fix(res)
+		if n := fixer.Debris(res); n > 0 {
+			o.Reason += fmt.Sprintf("; removed %d abandoned %s beside it", n, plural(n, "build", "builds"))
+		}
 		if o.Conflict != "" {
 			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
 		}

@@ -653,3 +653,46 @@ func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
 	}
 	return Outcome{Action: Removed, Reason: "an empty lock directory, unchanged for longer than --legacy-older-than, with no holder the kernel knows of: claimed, checked, judged again and removed"}
 }
+
+// Debris removes the abandoned builds beside a lock (res.Debris: unpublished
+// <lock>.new.<token>.<maker> directories whose maker is gone), and returns
+// how many it removed. Each is first renamed, never replacing, to a build
+// name of this process's own, so that of several sweepers one removes it,
+// and a sweeper killed half-way leaves a build whose maker (itself) is gone,
+// which the next sweep removes. A build is inert once its maker is gone:
+// only the maker ever publishes it.
+func (f *Fixer) Debris(res verdict.Result) int {
+	l := res.Lock
+	if len(res.Debris) == 0 {
+		return 0
+	}
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		return 0
+	}
+	defer fsx.Close(dfd)
+	removed := 0
+	for _, s := range res.Debris {
+		if s.Op != verdict.OpRmdir || filepath.Dir(s.Path) != l.Dir {
+			continue
+		}
+		name := filepath.Base(s.Path)
+		rest, ok := strings.CutPrefix(name, l.Name+".new.")
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i < 0 {
+			continue
+		}
+		mine := fmt.Sprintf("%s.new.%s.%d", l.Name, rest[:i], f.Pid)
+		if err := fsx.RenameNoReplace(dfd, l.Dir, name, dfd, l.Dir, mine); err != nil {
+			continue // another sweeper took it, or it is gone
+		}
+		if sfd, err := fsx.OpenDirAt(dfd, l.Dir, mine); err == nil {
+			_ = fsx.Unlinkat(sfd, filepath.Join(l.Dir, mine), "holder", false)
+			fsx.Close(sfd)
+		}
+		if fsx.Unlinkat(dfd, l.Dir, mine, true) == nil {
+			removed++
+		}
+	}
+	return removed
+}
