@@ -164,7 +164,9 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	// record, both fsynced. After a power loss the record is either
 	// complete or the lock does not exist; a record that survives carries
 	// the old boot id and reads as gone.
-	tmp := name + ".new." + h.Token
+	// The build names its maker: once this process is gone it is debris,
+	// whoever the record names as holder.
+	tmp := fmt.Sprintf("%s.new.%s.%d", name, h.Token, os.Getpid())
 	if err := fsx.MkdirAt(dfd, dir, tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
@@ -211,6 +213,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 			continue // released since the rename: try again at once
 		}
 		res := judge.Judge(cur)
+		fixer.Debris(res) // builds left by waiters that are gone
 		if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
 			switch o := fixer.Fix(res); o.Action {
 			case fix.Removed, fix.Restored, fix.Skipped:
@@ -342,7 +345,9 @@ func (l *Lock) Release() error {
 	if data, st, _, err := fsx.ReadFileAt(lfd, l.Path, "holder", scan.MaxRecord); err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
 		return &TakenOverError{Path: l.Path, Reason: "the record in it is not the one this holder wrote"}
 	}
-	claim := l.name + ".rel." + l.Holder.Token
+	// The claim names this releaser apart from the holder, so that a
+	// release abandoned by a releaser that is gone can be finished.
+	claim := fmt.Sprintf("%s.rel.%s.%d", l.name, l.Holder.Token, os.Getpid())
 	if err := fsx.RenameNoReplace(lfd, l.Path, "holder", dfd, l.dir, claim); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return &TakenOverError{Path: l.Path, Reason: "the record vanished: the lock was broken by someone else"}
@@ -394,6 +399,13 @@ func ReleaseFor(path string, pid int) error {
 	if err != nil {
 		return fmt.Errorf("cannot release %s: %w", abs, err)
 	}
+	if cur != nil && len(cur.Holders) == 0 {
+		// The record is already out of the lock: a release of the caller's
+		// was interrupted. Finish it, if it is the caller's.
+		if done, err := finishOwnRelease(cur, pid); done || err != nil {
+			return err
+		}
+	}
 	if cur == nil || cur.Kind == scan.KindMissing {
 		return fmt.Errorf("cannot release %s: there is no lock there", abs)
 	}
@@ -414,4 +426,40 @@ func ReleaseFor(path string, pid int) error {
 	}
 	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: rec.Raw, recInfo: rec.Info, dirInfo: cur.Info}
 	return l.Release()
+}
+
+// finishOwnRelease finishes a release of pid's lock that was interrupted
+// after its record was claimed out of the lock: it reports done when such a
+// release was found and finished. A claim holding someone else's record is
+// *NotHolderError; anything unfinished is left as it is.
+func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
+	start, err := startOf(pid)
+	if err != nil {
+		return false, nil
+	}
+	host := localHost()
+	mine := false
+	for _, c := range cur.Claims {
+		h := c.Record.Holder
+		if c.Kind != scan.ClaimRelease || h == nil || c.Record.Format() != scan.FormatLockctl {
+			continue
+		}
+		if h.Pid != int64(pid) || h.Start != start || h.BootID != host.BootID || h.PidNS != host.PidNS {
+			return false, &NotHolderError{Path: cur.Path, Pid: pid, Holder: *h}
+		}
+		mine = true
+	}
+	if !mine {
+		return false, nil
+	}
+	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}
+	res := judge.Judge(cur)
+	if res.Verdict != verdict.Claimed || len(res.Remove) == 0 {
+		return false, fmt.Errorf("cannot release %s: a release of it is under way (%s)", cur.Path, res.Reason)
+	}
+	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
+	if o := fixer.Fix(res); o.Action != fix.Removed && !o.Gone {
+		return false, fmt.Errorf("cannot finish the interrupted release of %s: %s", cur.Path, o.Reason)
+	}
+	return true, nil
 }
