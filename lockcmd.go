@@ -198,7 +198,11 @@ func releaseAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := lock.ReleaseFor(path, pid); err != nil {
+	var hooks []func(lock.Point)
+	if h := lockHook(c.App.ErrWriter); h != nil {
+		hooks = append(hooks, h)
+	}
+	if err := lock.ReleaseFor(path, pid, hooks...); err != nil {
 		return &exitCode{code: exitAttention, err: err}
 	}
 	return nil

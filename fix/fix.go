@@ -132,6 +132,16 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 	switch {
 	case res.Verdict == verdict.Gone:
 		return f.sweep(res)
+	case res.Verdict == verdict.Claimed && onlyBuilds(res.Lock):
+		// No lock, only builds: the abandoned ones are debris.
+		want := len(res.Debris) / 2
+		if want == 0 {
+			return skipped("only builds of acquirers still waiting remain")
+		}
+		if n := f.Debris(res); n < want {
+			return kept("removed %d of %d abandoned builds; the others changed or were taken first", n, want)
+		}
+		return Outcome{Action: Removed, Reason: fmt.Sprintf("removed %d abandoned %s, left by acquirers that are gone", want, plural(want, "build", "builds")), Gone: len(res.Lock.Claims) == want}
 	case res.Verdict == verdict.Claimed && len(res.Remove) > 0:
 		return f.finish(res)
 	case res.Verdict == verdict.Claimed:
@@ -446,7 +456,7 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 	again.Holders = nil
 	again.Claims = nil
 	for _, h := range hs {
-		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Record: h.rec})
+		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Maker: h.c.Maker, Record: h.rec})
 	}
 	r := f.Judge.Judge(&again)
 	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
@@ -695,4 +705,25 @@ func (f *Fixer) Debris(res verdict.Result) int {
 		}
 	}
 	return removed
+}
+
+// onlyBuilds reports whether l is no lock at all, only builds beside where
+// it would be.
+func onlyBuilds(l *scan.Lock) bool {
+	if l.Kind != scan.KindMissing || len(l.Claims) == 0 {
+		return false
+	}
+	for _, c := range l.Claims {
+		if c.Kind != scan.ClaimBuild {
+			return false
+		}
+	}
+	return true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -390,7 +390,9 @@ func (l *Lock) Release() error {
 // process gets *NotHolderError and nothing is touched. It is how a process
 // other than the one that called Acquire (lockctl release, on behalf of a
 // shell) releases a lock.
-func ReleaseFor(path string, pid int) error {
+//
+// hook, if given, is called at each release Point (tests only).
+func ReleaseFor(path string, pid int, hook ...func(Point)) error {
 	abs, dir, name, err := split(path)
 	if err != nil {
 		return err
@@ -401,9 +403,14 @@ func ReleaseFor(path string, pid int) error {
 	}
 	if cur != nil && len(cur.Holders) == 0 {
 		// The record is already out of the lock: a release of the caller's
-		// was interrupted. Finish it, if it is the caller's.
-		if done, err := finishOwnRelease(cur, pid); done || err != nil {
+		// was interrupted. Finish it, or put the record back and release
+		// it again, if it is the caller's.
+		done, err := finishOwnRelease(cur, pid)
+		if done || err != nil {
 			return err
+		}
+		if cur, err = scan.ReadOne(dir, name); err != nil {
+			return fmt.Errorf("cannot release %s: %w", abs, err)
 		}
 	}
 	if cur == nil || cur.Kind == scan.KindMissing {
@@ -425,6 +432,9 @@ func ReleaseFor(path string, pid int) error {
 		return &NotHolderError{Path: abs, Pid: pid, Holder: h}
 	}
 	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: rec.Raw, recInfo: rec.Info, dirInfo: cur.Info}
+	if len(hook) > 0 {
+		l.hook = hook[0]
+	}
 	return l.Release()
 }
 
@@ -458,7 +468,10 @@ func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
 		return false, fmt.Errorf("cannot release %s: a release of it is under way (%s)", cur.Path, res.Reason)
 	}
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
-	if o := fixer.Fix(res); o.Action != fix.Removed && !o.Gone {
+	switch o := fixer.Fix(res); {
+	case o.Action == fix.Restored:
+		return false, nil // the record is back: release it as usual
+	case o.Action != fix.Removed && !o.Gone:
 		return false, fmt.Errorf("cannot finish the interrupted release of %s: %s", cur.Path, o.Reason)
 	}
 	return true, nil

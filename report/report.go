@@ -176,7 +176,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Verdict:    string(res.Verdict),
 		Reason:     res.Reason,
 		AgeSeconds: ageSeconds(now, res.Modified),
-		Remove:     Commands(res.Remove),
+		Remove:     Commands(append(append([]verdict.Step{}, res.Remove...), res.Debris...)),
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
 	}
@@ -271,7 +271,7 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))
 	}
 	if !fixed || (o.Action != fix.Removed && o.Action != fix.Restored) {
-		for i, c := range Commands(res.Remove) {
+		for i, c := range Commands(append(append([]verdict.Step{}, res.Remove...), res.Debris...)) {
 			label := ""
 			if i == 0 {
 				label = "remove"

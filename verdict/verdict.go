@@ -139,11 +139,9 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	if r.Verdict == Ownerless {
 		r = j.kernelHolders(r)
 	}
-	if l.Kind != scan.KindMissing {
-		r.Debris = j.debris(l)
-		if n := len(r.Debris) / 2; n > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
-		}
+	r.Debris = j.debris(l)
+	if n := len(r.Debris) / 2; n > 0 && l.Kind != scan.KindMissing {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
 	}
 	return r
 }
@@ -154,12 +152,14 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 func (j *Judge) debris(l *scan.Lock) []Step {
 	var steps []Step
 	for _, c := range l.Claims {
-		sub := filepath.Dir(c.Record.File)
-		if c.Kind != scan.ClaimBuild || !c.Maker || sub == "." {
+		// The build directory is the side file itself; its record, read or
+		// not (past the read limit), is not needed: the name says its maker.
+		sub, _, _ := strings.Cut(c.Record.File, "/")
+		if c.Kind != scan.ClaimBuild || !c.Maker {
 			continue
 		}
 		if p := j.probeBy(c.By); p.State == StateAbsent || p.State == StateZombie {
-			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, c.Record.File)}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
 		}
 	}
 	return steps
@@ -532,6 +532,29 @@ func removeLock(l *scan.Lock) []Step {
 // whose lock no longer exists.
 func (j *Judge) claimed(r Result) Result {
 	l := r.Lock
+	if l.Kind == scan.KindMissing {
+		builds, waiting := 0, 0
+		for _, c := range l.Claims {
+			if c.Kind == scan.ClaimBuild {
+				builds++
+				if p := j.probeBy(c.By); p.State == StateRunning || p.State == StateUnknown {
+					waiting++
+				}
+			}
+		}
+		if builds == len(l.Claims) {
+			// No lock, only locks being built: by acquirers waiting for it,
+			// or debris of ones that are gone (Result.Debris).
+			r.Verdict = Claimed
+			r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds, plural(builds, "build", "builds"), waiting, builds-waiting)
+			for _, c := range l.Claims {
+				if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
+					r.Modified = c.Record.Info.Mtime
+				}
+			}
+			return r
+		}
+	}
 	var claims []scan.Claim
 	for _, c := range l.Claims {
 		if l.Kind != scan.KindMissing && (c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease || !belongs(l, c)) {
@@ -571,11 +594,13 @@ func (j *Judge) claimed(r Result) Result {
 		return r
 	}
 	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
-	// An unpublished build whose maker is gone is inert; an abandoned
-	// lockctl release was asked for by the holder itself (its releaser is
-	// named apart from the holder): both are finished whatever the record
-	// they hold says.
-	intent := c.Maker && (c.Kind == scan.ClaimBuild || c.Kind == scan.ClaimRelease && c.Record.Format() == scan.FormatLockctl)
+	// An unpublished build whose maker is gone is inert, whatever the
+	// record it holds says. (An abandoned release is not: its holder, if
+	// alive, never learnt that it released, and still holds the lock.)
+	intent := c.Maker && c.Kind == scan.ClaimBuild
+	// A release that got as far as removing the lock is complete but for
+	// its claim: with no lock left, removing the claim takes nothing.
+	intent = intent || c.Maker && c.Kind == scan.ClaimRelease && l.Kind == scan.KindMissing
 	switch {
 	case rec.v == Gone || intent:
 		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish && c.Kind != scan.ClaimBuild {
@@ -587,7 +612,10 @@ func (j *Judge) claimed(r Result) Result {
 			// was built in (<lock>.pub.<token>/holder).
 			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
 		}
-	case rec.v == Live && c.Kind == scan.ClaimBreak:
+	case rec.v == Live && (c.Kind == scan.ClaimBreak || c.Kind == scan.ClaimRelease && c.Maker):
+		// A break, or a release by a releaser named apart from the holder,
+		// abandoned with the holder alive: the record goes back, and the
+		// holder holds its lock again.
 		if to := restoreTarget(l, c); to != "" {
 			r.Remove = []Step{{Op: OpRestore, Path: claimPath, To: to}}
 		} else {
@@ -713,6 +741,13 @@ func modeWord(m fs.FileMode) string {
 		return "device"
 	}
 	return "special file"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func errText(err error) string {
