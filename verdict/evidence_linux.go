@@ -144,13 +144,14 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	f, err := os.Open(dir)
 	if err != nil {
-		return os.IsNotExist(err) // exited: nothing to see; EACCES: unseen
+		// Exited (or exiting) while being read: it holds nothing. Any
+		// other refusal leaves it unseen.
+		return os.IsNotExist(err) || exited(pid)
 	}
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		// A process that exits while it is being read is not unseen.
-		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid)
 	}
 	fd := int(f.Fd())
 	for _, n := range names {
@@ -196,4 +197,15 @@ func parseProcLock(line string) (devIno, procLock, bool) {
 		return devIno{}, procLock{}, false
 	}
 	return devIno{unix.Mkdev(uint32(maj), uint32(min)), ino}, procLock{pid: pid, how: how}, true
+}
+
+// exited reports whether pid has gone, or is a zombie or dead: a process
+// in that state has closed every file it had, so it holds nothing.
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
+	}
+	state, _, _, err := ParseStat(b)
+	return err == nil && (state == 'Z' || state == 'X' || state == 'x')
 }
