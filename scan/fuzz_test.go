@@ -185,3 +185,23 @@ func FuzzParsePidFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLockctl: lockctl's own record never panics the parser, and a
+// record it accepts keeps its pid consistent with the token.
+func FuzzParseLockctl(f *testing.F) {
+	f.Add([]byte("lockctl-lock 1\ntoken 42." + strings.Repeat("ab", 16) + ".1\npid 42\nstart 35162\nboot b\npidns pid:[4026531836]\nhost h\ncommand c\nacquired 2026-11-29T12:00:00Z\n"))
+	f.Add([]byte("lockctl-lock 1\ntoken 42." + strings.Repeat("ab", 16) + ".1\npid 42\nstart 1\nboot b\npidns p\nhost h\ncommand c\nacquired 2026-11-29T12:00:00.5Z\nalso 43 2\n"))
+	f.Add([]byte("lockctl-lock 2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := scan.ParseLockctl(b)
+		if err != nil {
+			if h != nil {
+				t.Fatalf("ParseLockctl returned a holder with error %v", err)
+			}
+			return
+		}
+		if tpid, ok := scan.ParseBToken(h.Token); !ok || tpid != h.Pid || !h.HasStart {
+			t.Fatalf("ParseLockctl accepted token %q for pid %d (start fenced %v)", h.Token, h.Pid, h.HasStart)
+		}
+	})
+}
