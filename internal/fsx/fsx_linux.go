@@ -161,8 +161,8 @@ func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error
 	}
 }
 
-// eachDirent decodes struct linux_dirent64 records (see parseDirents),
-// lending each name to f.
+// eachDirent decodes struct linux_dirent64 records (ino u64, off s64,
+// reclen u16, type u8, then a NUL-terminated name), lending each name to f.
 func eachDirent(b []byte, f func(string, fs.FileMode)) {
 	for len(b) >= 19 {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
@@ -182,57 +182,28 @@ func eachDirent(b []byte, f func(string, fs.FileMode)) {
 	}
 }
 
-// ReadDir lists the directory open at fd. It reads the kernel's entries
-// directly so that each carries its type without a further stat; entries the
-// file system gave no type for come back as fs.ModeIrregular.
-func ReadDir(fd int, dir string) ([]Entry, error) {
-	var out []Entry
-	bp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bp)
-	buf := *bp
-	for {
-		var n int
-		err := retry(func() (err error) {
-			n, err = unix.Getdents(fd, buf)
-			return err
-		})
-		if err != nil {
-			return out, pathErr("readdir", dir, "", err)
-		}
-		if n <= 0 {
-			return out, nil
-		}
-		out = parseDirents(buf[:n], out)
-	}
-}
-
 // direntBufs recycles getdents buffers: a walk reads thousands of
 // directories, and a fresh 32 KiB buffer for each is garbage to collect.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// parseDirents decodes struct linux_dirent64 records: ino u64, off s64,
-// reclen u16, type u8, then a NUL-terminated name.
+// ReadDir lists the directory open at fd, from its start. Each entry carries
+// the type the kernel reported, without a further stat; entries the file
+// system gave no type for come back as fs.ModeIrregular. On an error it
+// returns what it read before it.
+func ReadDir(fd int, dir string) ([]Entry, error) {
+	var out []Entry
+	err := ReadDirFunc(fd, dir, func(name string, typ fs.FileMode) {
+		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
+	})
+	return out, err
+}
+
+// parseDirents decodes struct linux_dirent64 records (ino u64, off s64,
+// reclen u16, type u8, then a NUL-terminated name) into entries.
 func parseDirents(b []byte, out []Entry) []Entry {
-	for len(b) >= 19 {
-		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-		if reclen < 19 || reclen > len(b) {
-			break
-		}
-		typ := b[18]
-		name := b[19:reclen]
-		for i, c := range name {
-			if c == 0 {
-				name = name[:i]
-				break
-			}
-		}
-		b = b[reclen:]
-		s := string(name)
-		if s == "." || s == ".." {
-			continue
-		}
-		out = append(out, Entry{Name: s, Type: direntType(typ)})
-	}
+	eachDirent(b, func(name string, typ fs.FileMode) {
+		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
+	})
 	return out
 }
 
