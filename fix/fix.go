@@ -168,6 +168,35 @@ type place struct {
 
 func (p place) path() string { return filepath.Join(p.dir, p.name) }
 
+// reopen opens the judged lock's directory without following a symbolic
+// link anywhere in its path, and checks that the lock is still the entry
+// judged (and, with unchanged, not modified since). The caller closes the
+// descriptor; when the outcome is not nil, there is nothing to close.
+func (f *Fixer) reopen(l *scan.Lock, unchanged bool) (int, *Outcome) {
+	f.hook(BeforeOpen, l)
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		o := kept("cannot open the registry directory: %v", err)
+		return -1, &o
+	}
+	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+	var o Outcome
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o = alreadyGone()
+	case err != nil:
+		o = kept("cannot examine the lock: %v", err)
+	case !l.Info.Same(cur):
+		o = skipped("the lock was replaced since it was judged; run lockctl doctor again")
+	case unchanged && !cur.Mtime.Equal(l.Info.Mtime):
+		o = skipped("the lock changed since it was judged; run lockctl doctor again")
+	default:
+		return dfd, nil
+	}
+	fsx.Close(dfd)
+	return -1, &o
+}
+
 func (f *Fixer) sweep(res verdict.Result) Outcome {
 	l := res.Lock
 	if res.Holder != nil && res.Holder.Break == "no" {
@@ -176,21 +205,11 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
 		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
 	}
-	f.hook(BeforeOpen, l)
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
-	if err != nil {
-		return kept("cannot open the registry directory: %v", err)
+	dfd, out := f.reopen(l, false)
+	if out != nil {
+		return *out
 	}
 	defer fsx.Close(dfd)
-	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return alreadyGone()
-	case err != nil:
-		return kept("cannot examine the lock: %v", err)
-	case !l.Info.Same(cur):
-		return skipped("the lock was replaced since it was judged; run lockctl doctor again")
-	}
 	judged := l.Holders[0]
 	lockDir := place{dfd, l.Dir, l.Name}
 	claim := func(token string) place { return place{dfd, l.Dir, f.claimName(l, token)} }
@@ -567,21 +586,11 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	case len(l.Claims) > 0 || len(l.Others) > 0 || len(l.Writers) > 0 || len(l.Pending) > 0:
 		return kept("owner-less, but side files or other entries sit with it; resolve it by hand")
 	}
-	f.hook(BeforeOpen, l)
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
-	if err != nil {
-		return kept("cannot open the registry directory: %v", err)
+	dfd, out := f.reopen(l, true)
+	if out != nil {
+		return *out
 	}
 	defer fsx.Close(dfd)
-	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return alreadyGone()
-	case err != nil:
-		return kept("cannot examine the lock: %v", err)
-	case !l.Info.Same(cur) || !cur.Mtime.Equal(l.Info.Mtime):
-		return skipped("the lock changed since it was judged; run lockctl doctor again")
-	}
 	lockPlace := place{dfd, l.Dir, l.Name}
 	claim := place{dfd, l.Dir, f.claimName(l, "")}
 	switch {
