@@ -1,0 +1,621 @@
+package main
+
+// The first done-when of issue 3 (doctor --fix), end to end through the
+// real CLI: a mixed registry of 190 gone locks in the three formats
+// (zombies included), two abandoned breaks (one of a gone holder, one of a
+// live holder) and a crowd of live, owner-less, foreign and recycled locks,
+// swept by four concurrent `lockctl doctor --fix --json` processes.
+//
+// What it guards, by step of the protocol (docs/fix-protocol.md):
+//   - 1. claim: of four racing sweepers exactly one removes each gone lock
+//     and finishes each abandoned break; the others say "skipped";
+//   - 4. remove, then the claim: no <lock>.dead.* debris is left;
+//   - abandoned breaks: the claim of a live holder's record is put back,
+//     byte for byte and inode for inode, exactly once;
+//   - eligibility: every lock that is not gone is untouched, byte for byte
+//     and inode for inode.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/verdict"
+)
+
+const (
+	feGoneLocks = 190
+	feSweepers  = 4
+)
+
+// feEntry is what a snapshot keeps of one directory entry.
+type feEntry struct {
+	ino  uint64
+	mode fs.FileMode
+	data string // a regular file's bytes
+}
+
+// feSnapshot records every entry under root, root excluded, by path
+// relative to root, without following symbolic links.
+func feSnapshot(t *testing.T, root string) map[string]feEntry {
+	t.Helper()
+	out := map[string]feEntry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := feEntry{ino: fi.Sys().(*syscall.Stat_t).Ino, mode: fi.Mode()}
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			e.data = string(b)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		out[rel] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", root, err)
+	}
+	return out
+}
+
+// feSleeper starts a live holder, killed and reaped at cleanup.
+func feSleeper(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start a live holder: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// feZombie returns the pid of a child that has exited and is reaped only at
+// cleanup, once /proc/<pid>/stat shows it in state Z.
+func feZombie(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start a holder: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st, err := procState(pid)
+		if err != nil {
+			t.Fatalf("zombie %d: %v", pid, err)
+		}
+		if st == 'Z' {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d is still in state %c after 10s, want a zombie", pid, st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func feWrite(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func feMkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func feInode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// Records, byte for byte as docs/formats.md lays them out.
+func feRecA(pid int, host string) []byte {
+	return fmt.Appendf(nil, "token \npid %d\ncommand x\nhost %s\n", pid, host)
+}
+
+func feTokenB(pid, n int) string { return fmt.Sprintf("%d.%032x.1", pid, n) }
+
+func feRecB(tok string, pid int, host, scope string) []byte {
+	return fmt.Appendf(nil, "token %s\npid %d\ncommand x\nhost %s\nscope %s\n", tok, pid, host, scope)
+}
+
+func fePidRec(pid int) []byte { return fmt.Appendf(nil, "%d\n", pid) }
+
+// feLock is the part of doctor's JSON document this test reads.
+type feLock struct {
+	Path         string `json:"path"`
+	Verdict      string `json:"verdict"`
+	Reason       string `json:"reason"`
+	Action       string `json:"action"`
+	ActionReason string `json:"action_reason"`
+	Conflict     string `json:"conflict"`
+}
+
+type feDoc struct {
+	Locks   []feLock       `json:"locks"`
+	Actions map[string]int `json:"actions"`
+	Errors  []string       `json:"errors"`
+}
+
+// feRun is one finished lockctl process.
+type feRun struct {
+	code           int
+	stdout, stderr string
+	doc            feDoc
+}
+
+func feDecode(t *testing.T, what string, stdout []byte) feDoc {
+	t.Helper()
+	var doc feDoc
+	if err := json.Unmarshal(stdout, &doc); err != nil {
+		t.Fatalf("%s: not one JSON document: %v\n%s", what, err, stdout)
+	}
+	return doc
+}
+
+func feExit(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// feConcurrent runs n copies of `lockctl args...` at once. Each is started
+// as a shell that says "ready" and then blocks reading its stdin; once all
+// n have said so, all their stdins are closed together and each shell execs
+// lockctl (same pid, lockctl's exit status). So the n sweeps start within
+// microseconds of each other, with no sleep.
+func feConcurrent(t *testing.T, bin string, n int, args ...string) []feRun {
+	t.Helper()
+	type proc struct {
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout *bufio.Reader
+		stderr bytes.Buffer
+		out    []byte
+		err    error
+	}
+	script := `echo ready; read -r _; exec "$0" "$@"`
+	ps := make([]*proc, n)
+	for i := range ps {
+		p := &proc{cmd: exec.Command("/bin/sh", append([]string{"-c", script, bin}, args...)...)}
+		p.cmd.Env = lcEnv(nil)
+		p.cmd.Stderr = &p.stderr
+		var err error
+		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.stdout = bufio.NewReader(out)
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill()
+				_ = p.cmd.Wait()
+			}
+		})
+		ps[i] = p
+	}
+	for i, p := range ps {
+		if line, err := p.stdout.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("sweeper %d said %q (%v), want ready; stderr:\n%s", i, line, err, p.stderr.String())
+		}
+	}
+	for _, p := range ps { // the barrier opens
+		p.stdin.Close()
+	}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.out, p.err = io.ReadAll(p.stdout)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		for _, p := range ps {
+			_ = p.cmd.Process.Kill()
+		}
+		<-done
+		t.Fatalf("the %d sweepers did not finish within 60s", n)
+	}
+	runs := make([]feRun, n)
+	for i, p := range ps {
+		if p.err != nil {
+			t.Fatalf("sweeper %d: reading stdout: %v", i, p.err)
+		}
+		runs[i] = feRun{code: feExit(p.cmd.Wait()), stdout: string(p.out), stderr: p.stderr.String()}
+	}
+	return runs
+}
+
+// feOtherScope is a generation B scope digest of some other machine.
+func feOtherScope(mine string) string {
+	sum := sha256.Sum256([]byte("agmsg-lock-scope:0123456789abcdef0123456789abcdef:another-boot:pid:[4026531836]"))
+	s := hex.EncodeToString(sum[:])
+	if s == mine {
+		panic("the other machine's scope is this one's")
+	}
+	return s
+}
+
+// TestFixMixedRegistry is the first done-when of issue 3: after four
+// concurrent doctor --fix --json runs over a mixed registry, every gone lock
+// is removed exactly once across the runs with no claim debris left, the
+// live holder's record of an abandoned break is back in place, and every
+// other lock is byte-for-byte and inode-for-inode unchanged.
+func TestFixMixedRegistry(t *testing.T) {
+	bin := lcBinary(t)
+	host := verdict.LocalHost()
+	if host.Name == "" {
+		t.Skip("the host name cannot be read")
+	}
+	if host.Scope == "" {
+		t.Skipf("no generation B scope on this host: %v", host.ScopeErr)
+	}
+	begin := time.Now()
+	reg, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Holders. Gone: zombies (exited, unreaped until cleanup) and processes
+	// started and reaped. Live: sleeps, killed and reaped at cleanup.
+	var gone []int
+	zombie := map[int]bool{}
+	for range 4 {
+		z := feZombie(t)
+		zombie[z] = true
+		gone = append(gone, z, gonePid(t))
+	}
+	live := []int{feSleeper(t), feSleeper(t)}
+
+	// want says what each lock is, by path.
+	const (
+		kGone          = "gone"
+		kAbandonedGone = "abandoned break of a gone holder"
+		kAbandonedLive = "abandoned break of a live holder"
+	)
+	want := map[string]string{}   // path → kGone, kAbandoned*, or the crowd verdict
+	vanishing := 0                // entries made that the sweep must remove
+	ofZombie := map[string]bool{} // the gone locks whose holder is a zombie
+	teams := []string{"team0", "team1", "team2", "team3", "team4/deep/er"}
+	for _, d := range teams {
+		feMkdir(t, filepath.Join(reg, d))
+	}
+	at := func(i int, name string) string { return filepath.Join(reg, teams[i%len(teams)], name) }
+
+	// 190 gone locks, a third in each format, sharing the eight gone pids
+	// (8 and 3 are coprime: every format gets zombies and reaped pids).
+	for i := range feGoneLocks {
+		pid := gone[i%len(gone)]
+		var lock string
+		switch i % 3 {
+		case 0: // generation A: the directory, then its sibling holder
+			lock = at(i, fmt.Sprintf("a%03d.lock", i))
+			feMkdir(t, lock)
+			feWrite(t, lock+".holder", feRecA(pid, host.Name))
+			vanishing += 2
+		case 1: // generation B: holder.<token> inside, this host's scope
+			lock = at(i, fmt.Sprintf("b%03d.lock", i))
+			feMkdir(t, lock)
+			tok := feTokenB(pid, i)
+			feWrite(t, filepath.Join(lock, "holder."+tok), feRecB(tok, pid, host.Name, host.Scope))
+			vanishing += 2
+		default: // pid file
+			lock = at(i, fmt.Sprintf("p%03d.lock", i))
+			feWrite(t, lock, fePidRec(pid))
+			vanishing++
+		}
+		want[lock] = kGone
+		ofZombie[lock] = zombie[pid]
+	}
+
+	// Two abandoned breaks: a generation A directory without its holder and
+	// a claim, made after the directory, named after a gone breaker.
+	breaker := gonePid(t)
+	abGone := at(0, "abandoned-gone.lock")
+	feMkdir(t, abGone)
+	abGoneClaim := fmt.Sprintf("%s.dead.%d.1", abGone, breaker)
+	feWrite(t, abGoneClaim, feRecA(gone[1], host.Name))
+	want[abGone] = kAbandonedGone
+	vanishing += 2
+
+	abLive := at(1, "abandoned-live.lock")
+	feMkdir(t, abLive)
+	abLiveClaim := fmt.Sprintf("%s.dead.%d.2", abLive, breaker)
+	abLiveRec := feRecA(live[0], host.Name)
+	feWrite(t, abLiveClaim, abLiveRec)
+	abLiveIno := feInode(t, abLiveClaim)
+	want[abLive] = kAbandonedLive
+	vanishing++ // the claim; its record comes back as <lock>.holder
+
+	// The crowd, none of it gone.
+	for i, pid := range live {
+		l := at(i, fmt.Sprintf("live-a%d.lock", i))
+		feMkdir(t, l)
+		feWrite(t, l+".holder", feRecA(pid, host.Name))
+		want[l] = "live"
+		l = at(i+1, fmt.Sprintf("live-b%d.lock", i))
+		feMkdir(t, l)
+		tok := feTokenB(pid, 1000+i)
+		feWrite(t, filepath.Join(l, "holder."+tok), feRecB(tok, pid, host.Name, host.Scope))
+		want[l] = "live"
+		l = at(i+2, fmt.Sprintf("live-p%d.lock", i))
+		feWrite(t, l, fePidRec(pid))
+		want[l] = "live"
+	}
+	l := at(2, "ownerless-dir.lock")
+	feMkdir(t, l)
+	want[l] = "ownerless"
+	l = at(3, "ownerless-empty.lock")
+	feWrite(t, l, nil)
+	want[l] = "ownerless"
+	l = at(4, "ownerless-zero.lock")
+	feWrite(t, l, []byte("0"))
+	want[l] = "ownerless"
+	// Foreign, naming gone pids: here they prove nothing.
+	l = at(0, "foreign-a.lock")
+	feMkdir(t, l)
+	feWrite(t, l+".holder", feRecA(gone[2], "elsewhere"))
+	want[l] = "foreign"
+	l = at(1, "foreign-b.lock")
+	feMkdir(t, l)
+	tok := feTokenB(gone[3], 2000)
+	feWrite(t, filepath.Join(l, "holder."+tok), feRecB(tok, gone[3], host.Name, feOtherScope(host.Scope)))
+	want[l] = "foreign"
+	// Recycled: a pid file naming a live sleep, written an hour before it
+	// started.
+	written := time.Now().Add(-time.Hour)
+	l = at(2, "recycled.lock")
+	feWrite(t, l, fePidRec(feSleeper(t)))
+	if err := os.Chtimes(l, written, written); err != nil {
+		t.Fatal(err)
+	}
+	want[l] = "recycled"
+
+	before := feSnapshot(t, reg)
+
+	// The fixture must be what it claims to be: doctor without --fix
+	// judges every lock as intended (and changes nothing; checked below).
+	pre := exec.Command(bin, "doctor", "--json", reg)
+	pre.Env = lcEnv(nil)
+	var preErr bytes.Buffer
+	pre.Stderr = &preErr
+	out, err := pre.Output()
+	if code := feExit(err); code != 1 {
+		t.Fatalf("fixture: lockctl doctor --json exited %d, want 1; stderr:\n%s", code, preErr.String())
+	}
+	judged := map[string]bool{}
+	for _, jl := range feDecode(t, "lockctl doctor --json", out).Locks {
+		judged[jl.Path] = true
+		w, ok := want[jl.Path]
+		switch {
+		case !ok:
+			t.Errorf("fixture: doctor found %s (%s), which this test did not make", jl.Path, jl.Verdict)
+		case ofZombie[jl.Path] && !strings.Contains(jl.Reason, "zombie"):
+			t.Errorf("fixture: %s is %s (%s), want gone for a zombie", jl.Path, jl.Verdict, jl.Reason)
+		default:
+			v := w // the crowd: its verdict
+			switch w {
+			case kAbandonedGone, kAbandonedLive:
+				v = "claimed"
+			}
+			if jl.Verdict != v {
+				t.Errorf("fixture: %s is %s (%s), want %s (%s)", jl.Path, jl.Verdict, jl.Reason, v, w)
+			}
+		}
+	}
+	for p := range want {
+		if !judged[p] {
+			t.Errorf("fixture: doctor did not report %s", p)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	setup := time.Since(begin)
+
+	sweepBegin := time.Now()
+	runs := feConcurrent(t, bin, feSweepers, "doctor", "--fix", "--json", reg)
+	sweep := time.Since(sweepBegin)
+
+	// Tally the actions across the runs.
+	tally := map[string]map[string]int{} // path → action → runs
+	for i := range runs {
+		r := &runs[i]
+		if r.code != 1 {
+			// 1: the owner-less and recycled locks still need attention.
+			// Never 2 (an error), never a crash.
+			t.Errorf("sweeper %d exited %d, want 1; stderr:\n%s", i, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "conflict") {
+			t.Errorf("sweeper %d reports a conflict on stderr:\n%s", i, r.stderr)
+		}
+		r.doc = feDecode(t, fmt.Sprintf("sweeper %d", i), []byte(r.stdout))
+		if len(r.doc.Errors) > 0 {
+			t.Errorf("sweeper %d reports errors: %q", i, r.doc.Errors)
+		}
+		for _, jl := range r.doc.Locks {
+			if jl.Conflict != "" {
+				t.Errorf("sweeper %d: %s: conflict at %s (%s)", i, jl.Path, jl.Conflict, jl.ActionReason)
+			}
+			if tally[jl.Path] == nil {
+				tally[jl.Path] = map[string]int{}
+			}
+			tally[jl.Path][jl.Action]++
+			w, ok := want[jl.Path]
+			var okActions []string
+			switch {
+			case !ok:
+				t.Errorf("sweeper %d reports %s (%s, %s: %s), a lock this test did not make", i, jl.Path, jl.Verdict, jl.Action, jl.ActionReason)
+				continue
+			case w == kGone || w == kAbandonedGone:
+				okActions = []string{"removed", "skipped"}
+			case w == kAbandonedLive:
+				okActions = []string{"restored", "skipped"}
+			default:
+				okActions = []string{"skipped"}
+			}
+			if !feIn(jl.Action, okActions) {
+				t.Errorf("sweeper %d: %s (%s: %s) was %q (%s), want one of %q", i, jl.Path, jl.Verdict, jl.Reason, jl.Action, jl.ActionReason, okActions)
+			}
+		}
+	}
+	removed := 0
+	for p, w := range want {
+		var once string
+		switch w {
+		case kGone, kAbandonedGone:
+			once = "removed"
+		case kAbandonedLive:
+			once = "restored"
+		default:
+			continue
+		}
+		if n := tally[p][once]; n != 1 {
+			t.Errorf("%s (%s): %s by %d of the %d runs, want exactly one (actions: %v)", p, w, once, n, feSweepers, tally[p])
+		}
+		if w == kGone {
+			removed += tally[p][once]
+		}
+	}
+	for i, r := range runs {
+		t.Logf("sweeper %d: exit %d, %d locks reported, actions %v", i, r.code, len(r.doc.Locks), r.doc.Actions)
+	}
+
+	// On disk: the gone locks and abandoned break (1) are gone, with their
+	// records and claims; abandoned break (2)'s record is back at
+	// <lock>.holder, the very inode and bytes claimed; everything else is
+	// exactly as it was, and nothing new (no claim debris) appeared.
+	expect := map[string]feEntry{}
+	vanish := map[string]bool{}
+	for p, e := range before {
+		abs := filepath.Join(reg, p)
+		owner := abs
+		switch {
+		case strings.HasSuffix(abs, ".holder"):
+			owner = strings.TrimSuffix(abs, ".holder")
+		case strings.HasPrefix(filepath.Base(abs), "holder."):
+			owner = filepath.Dir(abs)
+		case abs == abGoneClaim || abs == abLiveClaim:
+			vanish[p] = true
+			continue
+		}
+		if w := want[owner]; w == kGone || w == kAbandonedGone {
+			vanish[p] = true
+			continue
+		}
+		expect[p] = e
+	}
+	rel := func(abs string) string { r, _ := filepath.Rel(reg, abs); return r }
+	expect[rel(abLive+".holder")] = feEntry{ino: abLiveIno, mode: before[rel(abLiveClaim)].mode, data: string(abLiveRec)}
+	if len(vanish) != vanishing {
+		t.Fatalf("test bug: %d entries expected to vanish, but %d were made to", len(vanish), vanishing)
+	}
+	after := feSnapshot(t, reg)
+	var diffs []string
+	for p, e := range expect {
+		a, ok := after[p]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s was removed", p))
+		case a.ino != e.ino:
+			diffs = append(diffs, fmt.Sprintf("%s is inode %d, was %d", p, a.ino, e.ino))
+		case a.mode != e.mode:
+			diffs = append(diffs, fmt.Sprintf("%s has mode %v, was %v", p, a.mode, e.mode))
+		case a.data != e.data:
+			diffs = append(diffs, fmt.Sprintf("%s holds %q, was %q", p, a.data, e.data))
+		}
+	}
+	for p := range after {
+		if _, ok := expect[p]; ok {
+			continue
+		}
+		what := "appeared"
+		if vanish[p] {
+			what = "is still there"
+		}
+		if strings.Contains(filepath.Base(p), ".dead.") {
+			what += " (claim debris)"
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s", p, what))
+	}
+	sort.Strings(diffs)
+	for _, d := range diffs {
+		t.Errorf("%s: %s", reg, d)
+	}
+	if t.Failed() {
+		for i, r := range runs {
+			t.Logf("sweeper %d stderr:\n%s", i, r.stderr)
+		}
+	}
+	t.Logf("%d removals of the %d gone locks across the runs; setup %s (fixture check included), four concurrent sweeps %s",
+		removed, feGoneLocks, setup.Round(time.Millisecond), sweep.Round(time.Millisecond))
+}
+
+func feIn(s string, set []string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
