@@ -176,7 +176,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Verdict:    string(res.Verdict),
 		Reason:     res.Reason,
 		AgeSeconds: ageSeconds(now, res.Modified),
-		Remove:     Commands(append(append([]verdict.Step{}, res.Remove...), res.Debris...)),
+		Remove:     Commands(removal(res)),
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
 	}
@@ -271,7 +271,7 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))
 	}
 	if !fixed || (o.Action != fix.Removed && o.Action != fix.Restored) {
-		for i, c := range Commands(append(append([]verdict.Step{}, res.Remove...), res.Debris...)) {
+		for i, c := range Commands(removal(res)) {
 			label := ""
 			if i == 0 {
 				label = "remove"
@@ -286,6 +286,12 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("note", Clean(n))
 	}
 	b.WriteString("\n")
+}
+
+// removal is everything due for removal at a lock: its remedy, then the
+// abandoned builds beside it.
+func removal(res verdict.Result) []verdict.Step {
+	return append(append([]verdict.Step{}, res.Remove...), res.Debris...)
 }
 
 // Summary is the one-line count of locks by verdict.
