@@ -210,22 +210,27 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		if cur == nil {
-			continue // released since the rename: try again at once
-		}
-		res := judge.Judge(cur)
-		fixer.Debris(res) // builds left by waiters that are gone
-		if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
-			switch o := fixer.Fix(res); o.Action {
-			case fix.Removed, fix.Restored, fix.Skipped:
-				// Swept, or someone else changed it first: look again now,
-				// a few times, before waiting.
-				if quick++; quick < 4 {
-					continue
+			// Released since the rename: try again at once, a few times
+			// before waiting (and looking at ctx).
+			if quick++; quick < 4 {
+				continue
+			}
+		} else {
+			res := judge.Judge(cur)
+			fixer.Debris(res) // builds left by waiters that are gone
+			if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
+				switch o := fixer.Fix(res); o.Action {
+				case fix.Removed, fix.Restored, fix.Skipped:
+					// Swept, or someone else changed it first: look again
+					// now, a few times, before waiting.
+					if quick++; quick < 4 {
+						continue
+					}
 				}
 			}
+			last = res
 		}
 		quick = 0
-		last = res
 		select {
 		case <-ctx.Done():
 			return nil, waitError(abs, last, ctx.Err())
