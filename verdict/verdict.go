@@ -640,13 +640,21 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 	for _, c := range claims {
 		parts = append(parts, j.sideNote(c))
 		by := j.probeBy(c.By)
+		makerGone := by.State == StateAbsent || by.State == StateZombie
+		if c.Kind == scan.ClaimBuild && c.Maker {
+			// A build is debris once its maker is gone, whatever its record.
+			done = done && makerGone
+			sub, _, _ := strings.Cut(c.Record.File, "/")
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+			continue
+		}
 		var rec judged
 		if c.Record.Err != nil || c.Record.Holder == nil {
 			rec = j.record(l, &c.Record)
 		} else {
 			rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
 		}
-		if (by.State != StateAbsent && by.State != StateZombie) || rec.v != Gone {
+		if !makerGone || rec.v != Gone {
 			done = false
 			parts[len(parts)-1] += fmt.Sprintf(", holding a record that is %s", rec.v)
 		}

@@ -1172,3 +1172,21 @@ func TestStartedDoesNotOverflow(t *testing.T) {
 		t.Errorf("Started(%d) = %v, want %v", ticks, got, want)
 	}
 }
+
+// A release claim and a build beside a lock that is gone: the build's maker
+// is gone, so the build is debris even though its record names a live
+// holder (acquire acts for a shell that may well still run).
+func TestJudgeManySideFilesWithBuild(t *testing.T) {
+	a := holderA(holderPid, here)
+	b := holderB(otherPid, hereScope)
+	build := claim(scan.ClaimBuild, lockName+".new."+b.Token+".778/holder", 778, rawB(b), b)
+	build.Maker = true
+	run(t, []judgeCase{{
+		name:  "release-of-gone-and-build-of-gone-maker",
+		procs: procs(otherPid, alive),
+		lock:  orphan(scan.FormatRegistryA, releasingA(a), build),
+		want:  Claimed, reason: "all abandoned",
+		remove: steps(rm(in(runDir, releasingName(holderPid))),
+			rm(in(runDir, lockName+".new."+b.Token+".778/holder")), rmdir(in(runDir, lockName+".new."+b.Token+".778"))),
+	}})
+}
