@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The first done-when of issue 3 (doctor --fix), end to end through the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // End-to-end tests of lockctl acquire, release and run: the real binary,

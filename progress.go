@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // progressAfter is how long a scan runs before progress is shown, and
@@ -24,8 +22,7 @@ var isTerminal = func(w any) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return isTerminalFd(f.Fd())
 }
 
 // startProgress shows, on stderr when it is a terminal and want is true, how

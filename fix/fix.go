@@ -39,7 +39,6 @@ import (
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
-	"golang.org/x/sys/unix"
 )
 
 // Action is what --fix did to one lock.
@@ -272,7 +271,7 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 			return back("the lock directory changed while it was being broken")
 		}
 		if err := fsx.Unlinkat(dir.fd, dir.dir, dir.name, true); err != nil {
-			if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+			if fsx.IsNotEmpty(err) {
 				return back("the lock directory is no longer empty")
 			}
 			return back("cannot remove the lock directory: %v", err)

@@ -23,13 +23,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
-	"golang.org/x/sys/unix"
 )
 
 // Point names a step of the protocols, for tests that stop or kill a
@@ -201,7 +201,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 			}
 			l.at(Published)
 			return l, nil
-		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, unix.ENOTEMPTY):
+		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		// Held. Judge it as doctor would, and break it only if gone.

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/lockctl/lockctl/internal/fsx"
-	"golang.org/x/sys/unix"
 )
 
 // Limits that keep a hostile registry from costing more than a bounded
@@ -73,8 +71,8 @@ func ResolveRoot(p string, m Matcher) (Root, error) {
 	}
 	r := Root{Given: p, Path: real}
 	r.Lock = !fi.IsDir() || m.IsLock(filepath.Base(real))
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		r.dev, r.ino = uint64(st.Dev), st.Ino
+	if dev, ino, ok := fsx.DevIno(fi); ok {
+		r.dev, r.ino = dev, ino
 	}
 	return r, nil
 }
@@ -300,7 +298,7 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		if err != nil {
 			// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
 			// never followed. ENOENT: removed since it was listed.
-			if !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) && !errors.Is(err, fs.ErrNotExist) {
+			if !fsx.IsNotDirOrLink(err) && !errors.Is(err, fs.ErrNotExist) {
 				w.warn(err)
 			}
 			continue

@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -121,4 +123,11 @@ func (h Host) Started(ticks uint64) time.Time {
 	// Whole seconds first: ticks*time.Second overflows after ~3 years up.
 	t := uint64(h.Ticks)
 	return h.BootTime.Add(time.Duration(ticks/t)*time.Second + time.Duration(ticks%t)*time.Second/time.Duration(t))
+}
+
+// ScopeDigest is the generation B scope: the SHA-256, in lowercase hex, of
+// "agmsg-lock-scope:<machine-id>:<boot_id>:<pid-namespace link>".
+func ScopeDigest(machineID, bootID, pidNS string) string {
+	sum := sha256.Sum256([]byte("agmsg-lock-scope:" + machineID + ":" + bootID + ":" + pidNS))
+	return hex.EncodeToString(sum[:])
 }

@@ -4,9 +4,7 @@ package verdict
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -156,13 +154,6 @@ func LocalHost() Host {
 	}
 	h.Ticks = clockTicks()
 	return h
-}
-
-// ScopeDigest is the generation B scope: the SHA-256, in lowercase hex, of
-// "agmsg-lock-scope:<machine-id>:<boot_id>:<pid-namespace link>".
-func ScopeDigest(machineID, bootID, pidNS string) string {
-	sum := sha256.Sum256([]byte("agmsg-lock-scope:" + machineID + ":" + bootID + ":" + pidNS))
-	return hex.EncodeToString(sum[:])
 }
 
 func firstLine(path string) string {

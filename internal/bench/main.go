@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench is the reproducible benchmark of `lockctl doctor` at scale
 // (issue 6, docs/performance.md). It builds a synthetic registry tree, builds
 // lockctl, and times, alternating and with a warm cache:
@@ -12,6 +14,8 @@
 // processes it started.
 //
 //	go run ./internal/bench -entries 100000 -locks 2000 -runs 5
+//
+// It is built on Linux only: it reads statfs magic numbers, sysinfo and rusage.
 package main
 
 import (

@@ -8,10 +8,46 @@
 package fsx
 
 import (
+	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 )
+
+// ErrNoReplaceUnsupported is returned by RenameNoReplace on a file system
+// that cannot rename without replacing (NFS, and ext4 before Linux 3.15),
+// and on every platform other than Linux for now (docs/platforms.md).
+var ErrNoReplaceUnsupported = errors.New("file system cannot rename without replacing (no RENAME_NOREPLACE)")
+
+// ErrNotRegular is wrapped when a record to be read is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadDir lists the directory open at fd, from its start. Each entry carries
+// the type the kernel reported, without a further stat; entries the file
+// system gave no type for come back as fs.ModeIrregular. On an error it
+// returns what it read before it.
+func ReadDir(fd int, dir string) ([]Entry, error) {
+	var out []Entry
+	err := ReadDirFunc(fd, dir, func(name string, typ fs.FileMode) {
+		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
+	})
+	return out, err
+}
+
+// IsNotEmpty reports whether err says a directory was not empty (rmdir, or
+// a rename onto a directory that holds something). POSIX allows EEXIST for
+// it as well as ENOTEMPTY.
+func IsNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
+}
+
+// IsNotDirOrLink reports whether err says OpenDirAt met something that is
+// not a directory, or a symbolic link it refused to follow.
+func IsNotDirOrLink(err error) bool {
+	return errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
+}
 
 // Stat is what lockctl needs to know about one directory entry: enough to
 // tell whether the entry it reads later is the entry it judged.

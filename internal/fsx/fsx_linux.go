@@ -5,7 +5,6 @@ package fsx
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -16,10 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrNoReplaceUnsupported is returned by RenameNoReplace on a file system
-// that cannot rename without replacing (NFS, and ext4 before Linux 3.15).
-var ErrNoReplaceUnsupported = errors.New("file system cannot rename without replacing (no RENAME_NOREPLACE)")
 
 func retry(f func() error) error {
 	for {
@@ -186,18 +181,6 @@ func eachDirent(b []byte, f func(string, fs.FileMode)) {
 // directories, and a fresh 32 KiB buffer for each is garbage to collect.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// ReadDir lists the directory open at fd, from its start. Each entry carries
-// the type the kernel reported, without a further stat; entries the file
-// system gave no type for come back as fs.ModeIrregular. On an error it
-// returns what it read before it.
-func ReadDir(fd int, dir string) ([]Entry, error) {
-	var out []Entry
-	err := ReadDirFunc(fd, dir, func(name string, typ fs.FileMode) {
-		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
-	})
-	return out, err
-}
-
 // parseDirents decodes struct linux_dirent64 records (ino u64, off s64,
 // reclen u16, type u8, then a NUL-terminated name) into entries.
 func parseDirents(b []byte, out []Entry) []Entry {
@@ -226,9 +209,6 @@ func direntType(t uint8) fs.FileMode {
 	}
 	return fs.ModeIrregular
 }
-
-// ErrNotRegular is wrapped when a record to be read is not a regular file.
-var ErrNotRegular = errors.New("not a regular file")
 
 // ReadFileAt reads at most max bytes of the regular file name inside dirfd,
 // without following a symbolic link and without blocking: a FIFO, socket or
