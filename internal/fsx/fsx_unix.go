@@ -1,0 +1,185 @@
+//go:build linux || darwin || freebsd
+
+package fsx
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+func retry(f func() error) error {
+	for {
+		err := f()
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// OpenRoot opens the directory at path, which the operator named. Symbolic
+// links in path itself are followed, because the operator chose them; nothing
+// below it is. The caller closes the descriptor.
+func OpenRoot(path string) (int, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, pathErr("open", path, "", err)
+	}
+	return fd, nil
+}
+
+// OpenDirAt opens the directory name inside dirfd without following a
+// symbolic link: a symlink there fails with ELOOP or ENOTDIR instead of
+// leading out of the registry. dir is dirfd's path, for messages only.
+func OpenDirAt(dirfd int, dir, name string) (int, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, pathErr("open", dir, name, err)
+	}
+	return fd, nil
+}
+
+// Close closes fd, ignoring EINTR as Linux requires.
+func Close(fd int) { _ = unix.Close(fd) }
+
+func modeOf(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	if m&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// Linkat makes new in newdirfd a hard link to old in olddirfd without
+// following a symbolic link; it fails with EEXIST if new exists, on every
+// file system.
+func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	err := retry(func() error { return unix.Linkat(olddirfd, old, newdirfd, new, 0) })
+	if err != nil {
+		return pathErr("link", newdir, new, err)
+	}
+	return nil
+}
+
+// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
+// directory name). It never follows a symbolic link.
+func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
+	flags := 0
+	op := "remove"
+	if dir {
+		flags = unix.AT_REMOVEDIR
+		op = "rmdir"
+	}
+	err := retry(func() error { return unix.Unlinkat(dirfd, name, flags) })
+	if err != nil {
+		return pathErr(op, dirPath, name, err)
+	}
+	return nil
+}
+
+// OpenDirNoFollow opens the absolute directory path one component at a time
+// from "/", refusing a symbolic link at every step, so a link swapped into
+// the path since it was walked cannot redirect what happens inside it.
+func OpenDirNoFollow(path string) (int, error) {
+	if !strings.HasPrefix(path, "/") {
+		return -1, pathErr("open", path, "", unix.EINVAL)
+	}
+	fd, err := OpenRoot("/")
+	if err != nil {
+		return -1, err
+	}
+	cur := "/"
+	for _, c := range strings.Split(path, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, pathErr("open", path, "", unix.EINVAL)
+		}
+		next, err := OpenDirAt(fd, cur, c)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd, cur = next, filepath.Join(cur, c)
+	}
+	return fd, nil
+}
+
+// MkdirAt makes the directory name inside dirfd.
+func MkdirAt(dirfd int, dir, name string, mode uint32) error {
+	err := retry(func() error { return unix.Mkdirat(dirfd, name, mode) })
+	if err != nil {
+		return pathErr("mkdir", dir, name, err)
+	}
+	return nil
+}
+
+// CreateAt creates the file name inside dirfd, which must not exist yet,
+// writes data to it, and fsyncs it before closing, so that after a power
+// loss the file holds data or does not exist. It returns the file's Stat.
+func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		return err
+	})
+	if err != nil {
+		return Stat{}, pathErr("create", dir, name, err)
+	}
+	defer unix.Close(fd)
+	for b := data; len(b) > 0; {
+		var n int
+		err = retry(func() (err error) {
+			n, err = unix.Write(fd, b)
+			return err
+		})
+		if err != nil {
+			return Stat{}, pathErr("write", dir, name, err)
+		}
+		b = b[n:]
+	}
+	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
+		return Stat{}, pathErr("fsync", dir, name, err)
+	}
+	return Fstat(fd, filepath.Join(dir, name))
+}
+
+// Fsync flushes fd (a file or a directory) to stable storage.
+func Fsync(fd int, path string) error {
+	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
+		return pathErr("fsync", path, "", err)
+	}
+	return nil
+}
