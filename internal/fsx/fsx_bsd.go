@@ -91,55 +91,6 @@ func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error
 	}
 }
 
-// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
-// without following a symbolic link and without blocking (see the Linux
-// implementation for the contract).
-func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
-	var fd int
-	err = retry(func() (err error) {
-		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return nil, Stat{}, false, pathErr("open", dir, name, err)
-	}
-	defer unix.Close(fd)
-	st, err = Fstat(fd, dir+"/"+name)
-	if err != nil {
-		return nil, Stat{}, false, err
-	}
-	if !st.Mode.IsRegular() {
-		return nil, st, false, pathErr("read", dir, name, ErrNotRegular)
-	}
-	size := st.Size
-	if size < 0 || size > int64(max) {
-		size = int64(max)
-	}
-	buf := make([]byte, size+1)
-	n := 0
-	for n <= max {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, min(len(buf), max+1-len(buf)))...)
-		}
-		var m int
-		err = retry(func() (err error) {
-			m, err = unix.Read(fd, buf[n:])
-			return err
-		})
-		if err != nil {
-			return nil, st, false, pathErr("read", dir, name, err)
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if n > max {
-		return buf[:max], st, true, nil
-	}
-	return buf[:n], st, false, nil
-}
-
 // RenameNoReplace always refuses here, renaming nothing: the platform's
 // no-replace rename is not wired in yet (issue 9).
 func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {

@@ -139,60 +139,6 @@ func direntType(t uint8) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
-// without following a symbolic link and without blocking: a FIFO, socket or
-// device swapped in is refused (ErrNotRegular) after a non-blocking open that
-// cannot hang. It returns the bytes, the Stat of the very file that was read,
-// and whether the file held more than max bytes.
-func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
-	var fd int
-	err = retry(func() (err error) {
-		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return nil, Stat{}, false, pathErr("open", dir, name, err)
-	}
-	defer unix.Close(fd)
-	st, err = Fstat(fd, dir+"/"+name)
-	if err != nil {
-		return nil, Stat{}, false, err
-	}
-	if !st.Mode.IsRegular() {
-		return nil, st, false, pathErr("read", dir, name, ErrNotRegular)
-	}
-	// Size the buffer by the file, not by max: a report of many locks
-	// keeps every record's bytes. The file may grow meanwhile, so the
-	// buffer grows too, up to max+1 (one byte more says "too large").
-	size := st.Size
-	if size < 0 || size > int64(max) {
-		size = int64(max)
-	}
-	buf := make([]byte, size+1)
-	n := 0
-	for n <= max {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, min(len(buf), max+1-len(buf)))...)
-		}
-		var m int
-		err = retry(func() (err error) {
-			m, err = unix.Read(fd, buf[n:])
-			return err
-		})
-		if err != nil {
-			return nil, st, false, pathErr("read", dir, name, err)
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if n > max {
-		return buf[:max], st, true, nil
-	}
-	return buf[:n], st, false, nil
-}
-
 // RenameNoReplace renames old in olddirfd to new in newdirfd, failing with
 // EEXIST if anything, even an empty directory, stands at new. On a file
 // system without RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and
