@@ -2,7 +2,6 @@ package verdict
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"os"
 )
@@ -21,7 +20,7 @@ type NoProbe struct{}
 // Probe implements Probe.
 func (NoProbe) Probe(pid int) Proc {
 	if pid <= 0 {
-		return Proc{State: StateUnknown, Err: fmt.Errorf("pid %d is not a process id", pid)}
+		return Proc{State: StateUnknown, Err: errNotPid(pid)}
 	}
 	return Proc{State: StateUnknown, Err: ErrNoProbe}
 }

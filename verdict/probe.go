@@ -24,8 +24,10 @@ const (
 // Proc is what a probe found out about one pid.
 type Proc struct {
 	State State
-	// Start is the process start time in clock ticks since boot (field 22 of
-	// /proc/<pid>/stat), valid when HasStart.
+	// Start is the process start time, valid when HasStart: on Linux in
+	// clock ticks since boot (field 22 of /proc/<pid>/stat), on macOS in
+	// microseconds since the Unix epoch (p_starttime). Host.Started turns
+	// either into a time.
 	Start    uint64
 	HasStart bool
 	// Comm is the command name from /proc/<pid>/stat, where readable.
@@ -108,21 +110,29 @@ type Host struct {
 	ScopeErr error
 	// PidMax is /proc/sys/kernel/pid_max.
 	PidMax int64
-	// BootTime is btime from /proc/stat; Ticks is the clock tick rate that
-	// start times are counted in.
+	// BootTime is when this host booted: btime from /proc/stat on Linux,
+	// kern.boottime on macOS.
 	BootTime time.Time
-	Ticks    int64
+	// StartBase is what process start times count from, and Ticks how many
+	// of them make a second: on Linux the boot (zero StartBase means
+	// BootTime) and the clock tick rate; on macOS the Unix epoch and 1e6.
+	StartBase time.Time
+	Ticks     int64
 }
 
-// Started converts a start time in ticks to wall-clock time. It is evidence
-// only: the conversion drifts when the clock steps.
+// Started converts a process start time (Proc.Start) to wall-clock time.
+// It is evidence only: on Linux the conversion drifts when the clock steps.
 func (h Host) Started(ticks uint64) time.Time {
-	if h.BootTime.IsZero() || h.Ticks <= 0 {
+	base := h.StartBase
+	if base.IsZero() {
+		base = h.BootTime
+	}
+	if base.IsZero() || h.Ticks <= 0 {
 		return time.Time{}
 	}
 	// Whole seconds first: ticks*time.Second overflows after ~3 years up.
 	t := uint64(h.Ticks)
-	return h.BootTime.Add(time.Duration(ticks/t)*time.Second + time.Duration(ticks%t)*time.Second/time.Duration(t))
+	return base.Add(time.Duration(ticks/t)*time.Second + time.Duration(ticks%t)*time.Second/time.Duration(t))
 }
 
 // ScopeDigest is the generation B scope: the SHA-256, in lowercase hex, of
@@ -131,3 +141,7 @@ func ScopeDigest(machineID, bootID, pidNS string) string {
 	sum := sha256.Sum256([]byte("agmsg-lock-scope:" + machineID + ":" + bootID + ":" + pidNS))
 	return hex.EncodeToString(sum[:])
 }
+
+// errNotPid is why a probe never asks about pid: kill(0) and kill(-1)
+// address process groups.
+func errNotPid(pid int) error { return fmt.Errorf("pid %d is not a process id", pid) }

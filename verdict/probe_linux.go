@@ -27,7 +27,7 @@ type KernelProbe struct{}
 func (KernelProbe) Probe(pid int) Proc {
 	if pid <= 0 {
 		// kill(0) and kill(-1) address process groups: never ask.
-		return Proc{State: StateUnknown, Err: fmt.Errorf("pid %d is not a process id", pid)}
+		return Proc{State: StateUnknown, Err: errNotPid(pid)}
 	}
 	fd, err := retryFd(func() (int, error) { return unix.PidfdOpen(pid, 0) })
 	switch {

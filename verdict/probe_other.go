@@ -1,8 +1,8 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package verdict
 
-// KernelProbe has no kernel to ask on this platform yet: it is NoProbe,
+// KernelProbe has no kernel to ask on this platform: it is NoProbe,
 // and fails closed (every pid is StateUnknown, ErrNoProbe).
 type KernelProbe struct{}
 

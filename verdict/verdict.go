@@ -306,6 +306,11 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 	written := info.Mtime
 	if h.Scope != "" {
 		if j.Host.Scope == "" {
+			if errors.Is(j.Host.ScopeErr, ErrScopeUnsupported) {
+				// No fault to mend here: this platform cannot say whether
+				// the record is its own, so it is treated as another's.
+				return out(Foreign, "the record carries a scope, and lockctl cannot compute this machine's (%v), so it cannot tell whether the record was written here: check pid %s on host %s by hand", j.Host.ScopeErr, h.PidText, h.Host)
+			}
 			return out(Unknown, "the record carries a scope, but this host's cannot be computed (%v)", j.Host.ScopeErr)
 		}
 		if h.Scope != j.Host.Scope {
@@ -397,7 +402,7 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
 		}
 		if p.Start != start {
-			return out(Gone, "pid %d is running but started at tick %d, not the recorded %d: it is another process", pid, p.Start, start)
+			return out(Gone, "pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, p.Start, start)
 		}
 		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
 	}

@@ -1,0 +1,90 @@
+//go:build darwin
+
+package verdict
+
+import (
+	"os"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// KernelProbe asks the running macOS kernel: sysctl kern.proc.pid.<pid>
+// for the process's state and start time, then kill(pid, 0) for whether it
+// is still there (kinfoProc says how the two answers combine). It never
+// forks.
+type KernelProbe struct{}
+
+// Probe implements Probe.
+func (KernelProbe) Probe(pid int) Proc {
+	if pid <= 0 {
+		// kill(0) and kill(-1) address process groups: never ask.
+		return Proc{State: StateUnknown, Err: errNotPid(pid)}
+	}
+	var b []byte
+	err := eintr(func() (err error) {
+		b, err = unix.SysctlRaw("kern.proc.pid", pid)
+		return err
+	})
+	return kinfoProc(pid, b, err, func() error { return eintr(func() error { return unix.Kill(pid, 0) }) })
+}
+
+func eintr(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// LocalHost reads the facts of this Mac: its name, kern.bootsessionuuid
+// and kern.boottime. A fact it cannot read is left zero, and the verdicts
+// that need it stay on the held side.
+func LocalHost() Host {
+	name, _ := os.Hostname()
+	session, _ := unix.Sysctl("kern.bootsessionuuid")
+	var boot time.Time
+	if tv, err := unix.SysctlTimeval("kern.boottime"); err == nil && tv.Sec > 0 {
+		boot = time.Unix(tv.Sec, int64(tv.Usec)*1000)
+	}
+	return macHost(name, session, boot)
+}
+
+// The offsets ParseKinfo reads must be those of x/sys's KinfoProc, which
+// is generated from the macOS headers: each pair of constants below fails
+// to compile (a negative uintptr) unless the two sides are equal.
+var kp unix.KinfoProc
+
+const (
+	_ = unsafe.Sizeof(kp) - kinfoSize
+	_ = kinfoSize - unsafe.Sizeof(kp)
+	_ = unsafe.Offsetof(kp.Proc.P_starttime) - kinfoStartSec
+	_ = kinfoStartSec - unsafe.Offsetof(kp.Proc.P_starttime)
+	_ = unsafe.Offsetof(kp.Proc.P_starttime.Usec) - kinfoStartUsec
+	_ = kinfoStartUsec - unsafe.Offsetof(kp.Proc.P_starttime.Usec)
+	_ = unsafe.Offsetof(kp.Proc.P_stat) - kinfoStat
+	_ = kinfoStat - unsafe.Offsetof(kp.Proc.P_stat)
+	_ = unsafe.Offsetof(kp.Proc.P_pid) - kinfoPid
+	_ = kinfoPid - unsafe.Offsetof(kp.Proc.P_pid)
+	_ = unsafe.Offsetof(kp.Proc.P_comm) - kinfoComm
+	_ = kinfoComm - unsafe.Offsetof(kp.Proc.P_comm)
+	_ = unsafe.Sizeof(kp.Proc.P_comm) - kinfoCommLen
+	_ = kinfoCommLen - unsafe.Sizeof(kp.Proc.P_comm)
+	_ = unsafe.Offsetof(kp.Eproc) + unsafe.Offsetof(kp.Eproc.Ppid) - kinfoPpid
+	_ = kinfoPpid - unsafe.Offsetof(kp.Eproc) - unsafe.Offsetof(kp.Eproc.Ppid)
+	_ = unsafe.Offsetof(kp.Eproc) + unsafe.Offsetof(kp.Eproc.Ucred) + unsafe.Offsetof(kp.Eproc.Ucred.Uid) - kinfoUid
+	_ = kinfoUid - unsafe.Offsetof(kp.Eproc) - unsafe.Offsetof(kp.Eproc.Ucred) - unsafe.Offsetof(kp.Eproc.Ucred.Uid)
+)
+
+// And the widths.
+func _() {
+	var (
+		_ int64  = kp.Proc.P_starttime.Sec
+		_ int32  = kp.Proc.P_starttime.Usec
+		_ int8   = kp.Proc.P_stat
+		_ int32  = kp.Proc.P_pid
+		_ int32  = kp.Eproc.Ppid
+		_ uint32 = kp.Eproc.Ucred.Uid
+	)
+}
