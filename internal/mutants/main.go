@@ -20,6 +20,12 @@
 // exit status is non-zero if anything survived or failed to apply.
 //
 // Run it from the module root: go run ./internal/mutants [-run REGEXP].
+//
+// To make a patch, break the mechanism in place, in files with no other
+// uncommitted change, and save the change as a mutant; save also restores
+// the files:
+//
+//	go run ./internal/mutants -save NAME -what WHAT -packages ./verdict -tests 'TestX|TestY' FILE...
 package main
 
 import (
@@ -51,8 +57,55 @@ func main() {
 	run := flag.String("run", "", "only the mutants whose name matches `REGEXP`")
 	list := flag.Bool("list", false, "list the mutants and exit")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give each mutant's tests at most `D`")
+	var m mutant
+	flag.StringVar(&m.name, "save", "", "save the uncommitted change of the named files as mutant `NAME`, and restore them")
+	flag.StringVar(&m.what, "what", "", "with -save: what the mutant breaks")
+	pkgs := flag.String("packages", "", "with -save: the `packages` whose tests must notice, space-separated")
+	flag.StringVar(&m.tests, "tests", "", "with -save: the tests (a -run `REGEXP`) that must notice")
 	flag.Parse()
+	if m.name != "" {
+		m.packages = strings.Fields(*pkgs)
+		os.Exit(save(m, flag.Args(), os.Stdout, os.Stderr))
+	}
 	os.Exit(mainErr(*run, *list, *timeout, os.Stdout, os.Stderr))
+}
+
+// save writes the uncommitted change of files as the patch of mutant m,
+// then reverses it, so the files are as committed again.
+func save(m mutant, files []string, stdout, stderr io.Writer) int {
+	if m.what == "" || len(m.packages) == 0 || m.tests == "" || len(files) == 0 {
+		fmt.Fprintln(stderr, "mutants: -save needs -what, -packages, -tests and the files that were changed")
+		return 2
+	}
+	if strings.ContainsAny(m.name, "/\\ ") {
+		fmt.Fprintf(stderr, "mutants: %q is not a mutant name\n", m.name)
+		return 2
+	}
+	diff, err := exec.Command("git", append([]string{"diff", "--no-color", "--no-ext-diff", "--"}, files...)...).Output()
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: git diff: %v\n", err)
+		return 2
+	}
+	if len(diff) == 0 {
+		fmt.Fprintf(stderr, "mutants: %s has no uncommitted change: break the mechanism there first\n", strings.Join(files, " "))
+		return 2
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# mutant: %s\n# what: %s\n# packages: %s\n# tests: %s\n", m.name, m.what, strings.Join(m.packages, " "), m.tests)
+	b.Write(diff)
+	path := filepath.Join("internal/mutants/patches", m.name+".patch")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "mutants: %v (run me from the module root)\n", err)
+		return 2
+	}
+	undo := exec.Command("git", "apply", "-R", "-")
+	undo.Stdin = bytes.NewReader(diff)
+	if out, err := undo.CombinedOutput(); err != nil {
+		fmt.Fprintf(stderr, "mutants: saved %s, but cannot restore %s: %s\n", path, strings.Join(files, " "), out)
+		return 1
+	}
+	fmt.Fprintf(stdout, "saved %s; %s restored\n", path, strings.Join(files, " "))
+	return 0
 }
 
 func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Writer) int {
