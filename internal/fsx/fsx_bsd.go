@@ -4,10 +4,8 @@ package fsx
 
 // The BSD implementation (macOS, FreeBSD): the same dirfd discipline as on
 // Linux — openat with O_NOFOLLOW, fstatat with AT_SYMLINK_NOFOLLOW — but
-// without statx, getdents or renameat2. RenameNoReplace is not yet built on
-// the platform's own primitive (macOS renameatx_np(RENAME_EXCL)), so it
-// refuses (ErrNoReplaceUnsupported) and --fix and Acquire's break rename
-// nothing. See docs/platforms.md.
+// without statx, getdents or renameat2. RenameNoReplace is each platform's
+// own (fsx_darwin.go, fsx_freebsd.go). See docs/platforms.md.
 
 import (
 	"fmt"
@@ -89,12 +87,6 @@ func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error
 			f(name, typ)
 		}
 	}
-}
-
-// RenameNoReplace always refuses here, renaming nothing: the platform's
-// no-replace rename is not wired in yet (issue 9).
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
-	return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
 }
 
 // bsdTypes are the file system type names (statfs f_fstypename) lockctl

@@ -1,0 +1,22 @@
+//go:build darwin
+
+package fsx
+
+import "golang.org/x/sys/unix"
+
+// RenameNoReplace renames old (in olddirfd) to new (in newdirfd) unless new
+// exists, atomically: renameatx_np(RENAME_EXCL), macOS's renameat2
+// (RENAME_NOREPLACE). A file system that cannot (ENOTSUP: some network and
+// FAT file systems) gets ErrNoReplaceUnsupported, and nothing is renamed.
+func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	err := retry(func() error {
+		return unix.RenameatxNp(olddirfd, old, newdirfd, new, unix.RENAME_EXCL)
+	})
+	switch err {
+	case nil:
+		return nil
+	case unix.ENOTSUP, unix.EINVAL, unix.ENOSYS:
+		return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
+	}
+	return pathErr("rename", olddir, old, err)
+}
