@@ -37,6 +37,9 @@ var update = flag.Bool("u", false, "rewrite the golden files inside testdata/scr
 // exact exit status, which testscript's "!" cannot (it only says "failed",
 // and a Go panic also exits 2).
 func TestMain(m *testing.M) {
+	if os.Getenv(noRenameat2Env) != "" {
+		execWithoutRenameat2(os.Args[1:])
+	}
 	testscript.Main(m, map[string]func(){
 		"lockctl":     func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 		"expect-exit": expectExit,
