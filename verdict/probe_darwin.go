@@ -23,19 +23,11 @@ func (KernelProbe) Probe(pid int) Proc {
 		return Proc{State: StateUnknown, Err: errNotPid(pid)}
 	}
 	var b []byte
-	err := eintr(func() (err error) {
+	err := retry(func() (err error) {
 		b, err = unix.SysctlRaw("kern.proc.pid", pid)
 		return err
 	})
-	return kinfoProc(pid, b, err, func() error { return eintr(func() error { return unix.Kill(pid, 0) }) })
-}
-
-func eintr(f func() error) error {
-	for {
-		if err := f(); err != unix.EINTR {
-			return err
-		}
-	}
+	return kinfoProc(pid, b, err, func() error { return retry(func() error { return unix.Kill(pid, 0) }) })
 }
 
 // LocalHost reads the facts of this Mac: its name, kern.bootsessionuuid

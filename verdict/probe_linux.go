@@ -100,14 +100,6 @@ func readStat(pid int) (Proc, error) {
 	return p, nil
 }
 
-func retry(f func() error) error {
-	for {
-		if err := f(); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 func retryFd(f func() (int, error)) (int, error) {
 	for {
 		fd, err := f()
