@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/internal/testutil"
 )
 
 // The examples in docs/examples are checked here with the tools that can
@@ -40,22 +42,6 @@ func lockctlBin(t *testing.T) string {
 	return p
 }
 
-// gonePid returns the pid of a process that has exited and been reaped.
-func gonePid(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		cmd := exec.Command("true")
-		if err := cmd.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if pid := cmd.Process.Pid; pidFree(pid) {
-			return pid
-		}
-	}
-	t.Fatal("every exited pid was taken again at once")
-	return 0
-}
-
 // registry makes a registry with one gone lock and one live one, and
 // returns it.
 func registry(t *testing.T) string {
@@ -64,12 +50,7 @@ func registry(t *testing.T) string {
 	if err := os.Mkdir(reg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	live := exec.Command("sleep", "3600")
-	if err := live.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
-	for name, pid := range map[string]int{"stale.lock": gonePid(t), "held.lock": live.Process.Pid} {
+	for name, pid := range map[string]int{"stale.lock": testutil.Gone(t), "held.lock": testutil.Sleeper(t).Process.Pid} {
 		if err := os.WriteFile(filepath.Join(reg, name), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}

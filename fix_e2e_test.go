@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -87,45 +88,6 @@ func feSnapshot(t *testing.T, root string) map[string]feEntry {
 		t.Fatalf("snapshot %s: %v", root, err)
 	}
 	return out
-}
-
-// feSleeper starts a live holder, killed and reaped at cleanup.
-func feSleeper(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("sleep", "3600")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start a live holder: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd.Process.Pid
-}
-
-// feZombie returns the pid of a child that has exited and is reaped only at
-// cleanup, once /proc/<pid>/stat shows it in state Z.
-func feZombie(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start a holder: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Wait() })
-	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		st, err := procState(pid)
-		if err != nil {
-			t.Fatalf("zombie %d: %v", pid, err)
-		}
-		if st == 'Z' {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d is still in state %c after 10s, want a zombie", pid, st)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func feWrite(t *testing.T, path string, data []byte) {
@@ -323,11 +285,11 @@ func TestFixMixedRegistry(t *testing.T) {
 	var gone []int
 	zombie := map[int]bool{}
 	for range 4 {
-		z := feZombie(t)
+		z := testutil.Zombie(t).Process.Pid
 		zombie[z] = true
-		gone = append(gone, z, gonePid(t))
+		gone = append(gone, z, testutil.Gone(t))
 	}
-	live := []int{feSleeper(t), feSleeper(t)}
+	live := []int{testutil.Sleeper(t).Process.Pid, testutil.Sleeper(t).Process.Pid}
 
 	// want says what each lock is, by path.
 	const (
@@ -372,7 +334,7 @@ func TestFixMixedRegistry(t *testing.T) {
 
 	// Two abandoned breaks: a generation A directory without its holder and
 	// a claim, made after the directory, named after a gone breaker.
-	breaker := gonePid(t)
+	breaker := testutil.Gone(t)
 	abGone := at(0, "abandoned-gone.lock")
 	feMkdir(t, abGone)
 	abGoneClaim := fmt.Sprintf("%s.dead.%d.1", abGone, breaker)
@@ -427,7 +389,7 @@ func TestFixMixedRegistry(t *testing.T) {
 	// started.
 	written := time.Now().Add(-time.Hour)
 	l = at(2, "recycled.lock")
-	feWrite(t, l, fePidRec(feSleeper(t)))
+	feWrite(t, l, fePidRec(testutil.Sleeper(t).Process.Pid))
 	if err := os.Chtimes(l, written, written); err != nil {
 		t.Fatal(err)
 	}

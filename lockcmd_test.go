@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockctl/lockctl/internal/testutil"
 )
 
 // lcBugs collects liveness failures (debris, a wedged lock). They were
@@ -365,23 +367,11 @@ func (r *lcReaper) mustLockctl(want int, args ...string) lcResult {
 	return res
 }
 
-// lcWaitFor polls cond until it holds, failing the test after timeout.
-func lcWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // waitGone waits until pid, a descendant of this process, has exited and
 // been reaped.
 func (r *lcReaper) waitGone(pid int) {
 	r.t.Helper()
-	lcWaitFor(r.t, 30*time.Second, fmt.Sprintf("pid %d to exit", pid), func() bool {
+	testutil.WaitFor(r.t, 30*time.Second, fmt.Sprintf("pid %d to exit", pid), func() bool {
 		if r.wasReaped(pid) {
 			return true
 		}
@@ -547,7 +537,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			ready, marker := filepath.Join(aux, "ready"), filepath.Join(aux, "marker")
 			script := fmt.Sprintf(`trap 'echo got-%s > %s; exit 3' %s; echo $$ > %s; while :; do sleep 0.02; done`, name, marker, name, ready)
 			p := r.start(nil, lcBinary(t), "run", filepath.Join(dir, "x.lock"), "--", "sh", "-c", script)
-			lcWaitFor(t, 10*time.Second, "CMD to start", func() bool { return strings.HasSuffix(lcReadOr(ready), "\n") })
+			testutil.WaitFor(t, 10*time.Second, "CMD to start", func() bool { return strings.HasSuffix(lcReadOr(ready), "\n") })
 			if err := p.p.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -580,7 +570,7 @@ func TestRunKilledWhileCommandRuns(t *testing.T) {
 	}
 	script := fmt.Sprintf(`echo $$ > %s; read x < %s; echo done > %s`, ready, fifo, marker)
 	p := r.start(nil, lcBinary(t), "run", l, "--", "sh", "-c", script)
-	lcWaitFor(t, 10*time.Second, "CMD to start", func() bool { return strings.HasSuffix(lcReadOr(ready), "\n") })
+	testutil.WaitFor(t, 10*time.Second, "CMD to start", func() bool { return strings.HasSuffix(lcReadOr(ready), "\n") })
 	cmdPid, err := strconv.Atoi(strings.TrimSpace(lcReadOr(ready)))
 	if err != nil {
 		t.Fatal(err)
@@ -1033,7 +1023,7 @@ func TestChaosRun(t *testing.T) {
 		return
 	}
 	// The orphaned commands of killed runs finish on their own.
-	lcWaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
+	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
 
 	data := lcReadOr(logPath)
 	inside, enters, violations := "", 0, []string{}

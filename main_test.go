@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/lockctl/lockctl/internal/testutil"
 )
 
 var update = flag.Bool("u", false, "rewrite the golden files inside testdata/script/*.txtar from the actual output")
@@ -173,61 +175,25 @@ func usage(ts *testscript.TestScript, neg bool, args []string, n int, syntax str
 	}
 }
 
-// startSleeper starts a long-running holder process that the script's
-// cleanup kills and reaps.
-func startSleeper(ts *testscript.TestScript) *exec.Cmd {
-	cmd := exec.Command("sleep", "3600")
-	ts.Check(cmd.Start())
-	ts.Defer(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
+// scriptT lets a testscript command use the fixtures of internal/testutil:
+// what they start lasts until the script ends.
+type scriptT struct{ *testscript.TestScript }
+
+func (scriptT) Helper()            {}
+func (s scriptT) Cleanup(f func()) { s.Defer(f) }
 
 // holder-live NAME: start a process that keeps running until the script
 // ends, and set $NAME to its pid.
 func cmdHolderLive(ts *testscript.TestScript, neg bool, args []string) {
 	usage(ts, neg, args, 1, "holder-live NAME")
-	ts.Setenv(args[0], strconv.Itoa(startSleeper(ts).Process.Pid))
+	ts.Setenv(args[0], strconv.Itoa(testutil.Sleeper(scriptT{ts}).Process.Pid))
 }
 
-// pidFree reports whether pid provably names no process: no /proc entry and
-// kill(pid, 0) says ESRCH.
-func pidFree(pid int) bool {
-	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
-	return syscall.Kill(pid, 0) == syscall.ESRCH
-}
-
-// holder-gone NAME: start a process, wait for it (so it is reaped), check
-// that its pid is free, and set $NAME to it.
+// holder-gone NAME: set $NAME to the pid of a process that has exited and
+// been reaped, and that no process has taken since.
 func cmdHolderGone(ts *testscript.TestScript, neg bool, args []string) {
 	usage(ts, neg, args, 1, "holder-gone NAME")
-	for range 20 {
-		cmd := exec.Command("true")
-		ts.Check(cmd.Run())
-		if pid := cmd.Process.Pid; pidFree(pid) {
-			ts.Setenv(args[0], strconv.Itoa(pid))
-			return
-		}
-	}
-	ts.Fatalf("holder-gone: every exited pid was taken again at once")
-}
-
-// procState is field 3 of /proc/<pid>/stat, parsed from the last ')'.
-func procState(pid int) (byte, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) == 0 {
-		return 0, fmt.Errorf("cannot parse /proc/%d/stat: %q", pid, b)
-	}
-	return f[0][0], nil
+	ts.Setenv(args[0], strconv.Itoa(testutil.Gone(scriptT{ts})))
 }
 
 // holder-zombie NAME: start a child that exits at once and is not waited
@@ -235,23 +201,7 @@ func procState(pid int) (byte, error) {
 // (state Z), and set $NAME to its pid.
 func cmdHolderZombie(ts *testscript.TestScript, neg bool, args []string) {
 	usage(ts, neg, args, 1, "holder-zombie NAME")
-	cmd := exec.Command("true")
-	ts.Check(cmd.Start())
-	ts.Defer(func() { _ = cmd.Wait() })
-	pid := cmd.Process.Pid
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := procState(pid)
-		ts.Check(err)
-		if st == 'Z' {
-			break
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("holder-zombie: pid %d is still in state %c after 10s", pid, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	ts.Setenv(args[0], strconv.Itoa(pid))
+	ts.Setenv(args[0], strconv.Itoa(testutil.Zombie(scriptT{ts}).Process.Pid))
 }
 
 // holder-recycled NAME FILE [LINE...]: start a live process and set $NAME
@@ -265,7 +215,7 @@ func cmdHolderRecycled(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: holder-recycled NAME FILE [LINE...]")
 	}
 	before := time.Now().Add(-time.Hour)
-	ts.Setenv(args[0], strconv.Itoa(startSleeper(ts).Process.Pid))
+	ts.Setenv(args[0], strconv.Itoa(testutil.Sleeper(scriptT{ts}).Process.Pid))
 	if len(args) > 2 {
 		cmdRecord(ts, false, args[1:])
 	}
@@ -666,12 +616,7 @@ func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	holder := exec.Command("sleep", "3600")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	pid := holder.Process.Pid
+	pid := testutil.Sleeper(t).Process.Pid
 	lock := filepath.Join(reg, "held.lock")
 	if err := os.WriteFile(lock, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)

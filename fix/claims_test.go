@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -19,9 +20,9 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 	t.Run("all gone: finished", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		p1, p2 := goneHolder(t), goneHolder(t)
+		p1, p2 := testutil.Gone(t), testutil.Gone(t)
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), recA(p1, host.Name))
-		writeFile(t, fmt.Sprintf("%s.dead.%d.777", lock, goneHolder(t)), recA(p2, host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.777", lock, testutil.Gone(t)), recA(p2, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		if len(res.Remove) != 3 {
 			t.Fatalf("Judge(%s).Remove = %v, want the directory and both side files", lock, res.Remove)
@@ -37,7 +38,7 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 	t.Run("one maker alive: left alone", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		p1, live := goneHolder(t), liveHolder(t)
+		p1, live := testutil.Gone(t), testutil.Sleeper(t).Process.Pid
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), recA(p1, host.Name))
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, live), recA(live, host.Name))
 		before := snapshot(t, dir)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -54,18 +55,19 @@ func makeUUCP(t *testing.T, _ verdict.Host, dir string, pid int) (string, string
 // format, holder record included, and no claim is left behind.
 func TestSweepEachFormat(t *testing.T) {
 	host := testHost(t)
+	zombie := func(t testutil.T) int { return testutil.Zombie(t).Process.Pid }
 	tests := []struct {
 		name   string
 		make   maker
-		holder func(*testing.T) int
+		holder func(testutil.T) int
 	}{
-		{"registry-a", makeA, goneHolder},
-		{"registry-b", makeB, goneHolder},
-		{"pid", makePid, goneHolder},
-		{"uucp", makeUUCP, goneHolder},
-		{"registry-a zombie", makeA, zombieHolder},
-		{"registry-b zombie", makeB, zombieHolder},
-		{"pid zombie", makePid, zombieHolder},
+		{"registry-a", makeA, testutil.Gone},
+		{"registry-b", makeB, testutil.Gone},
+		{"pid", makePid, testutil.Gone},
+		{"uucp", makeUUCP, testutil.Gone},
+		{"registry-a zombie", makeA, zombie},
+		{"registry-b zombie", makeB, zombie},
+		{"pid zombie", makePid, zombie},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,8 +95,8 @@ func TestSweepEachFormat(t *testing.T) {
 // sweeps anything but gone locks.
 func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 	host := testHost(t)
-	live := liveHolder(t)
-	gone := goneHolder(t)
+	live := testutil.Sleeper(t).Process.Pid
+	gone := testutil.Gone(t)
 	tests := []struct {
 		name string
 		want verdict.Verdict
@@ -187,7 +189,7 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 // record must go straight back, byte for byte, and the lock stay.
 func TestChangeOfHandsBeforeClaim(t *testing.T) {
 	host := testHost(t)
-	live := liveHolder(t)
+	live := testutil.Sleeper(t).Process.Pid
 	tests := []struct {
 		name string
 		make maker
@@ -220,7 +222,7 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
-			lock, record, old := tt.make(t, host, dir, goneHolder(t))
+			lock, record, old := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
 			lockIno := inode(t, lock)
 			var rec []byte
@@ -250,9 +252,9 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 func TestNewOwnerAfterClaim(t *testing.T) {
 	host := testHost(t)
 	dir := tempDir(t)
-	lock, _, _ := makePid(t, host, dir, goneHolder(t))
+	lock, _, _ := makePid(t, host, dir, testutil.Gone(t))
 	res := judge(t, dir, lock, verdict.Gone)
-	rec := pidRec(liveHolder(t))
+	rec := pidRec(testutil.Sleeper(t).Process.Pid)
 	var ino uint64
 	f := fix.New(host)
 	f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceFile(t, lock, rec) })
@@ -276,7 +278,7 @@ func TestJudgeAgain(t *testing.T) {
 	}{{"registry-a", makeA}, {"registry-b", makeB}, {"pid", makePid}} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
-			lock, _, _ := tt.make(t, host, dir, goneHolder(t))
+			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
 			before := snapshot(t, dir)
 			f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: runningProbe{}}, Pid: os.Getpid()}
@@ -304,7 +306,7 @@ func TestRmdirFailureRollsBack(t *testing.T) {
 	}{{"registry-a", makeA}, {"registry-b", makeB}} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
-			lock, record, rec := tt.make(t, host, dir, goneHolder(t))
+			lock, record, rec := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
 			recIno, lockIno := inode(t, record), inode(t, lock)
 			intruder := filepath.Join(lock, "intruder")
@@ -333,10 +335,10 @@ func TestRmdirFailureRollsBack(t *testing.T) {
 // names the claim as a conflict, and nothing is deleted.
 func TestRollbackNeverReplaces(t *testing.T) {
 	host := testHost(t)
-	live := liveHolder(t)
+	live := testutil.Sleeper(t).Process.Pid
 	t.Run("registry-a", func(t *testing.T) {
 		dir := tempDir(t)
-		lock, record, old := makeA(t, host, dir, goneHolder(t))
+		lock, record, old := makeA(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, record)
 		rec := recA(live, host.Name)
@@ -357,7 +359,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 	})
 	t.Run("registry-b", func(t *testing.T) {
 		dir := tempDir(t)
-		lock, record, old := makeB(t, host, dir, goneHolder(t))
+		lock, record, old := makeB(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, record)
 		rec := []byte("new\n")
@@ -379,7 +381,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		// claimed, so a new owner can take it before a failed check puts
 		// the old file back.
 		dir := tempDir(t)
-		lock, _, old := makePid(t, host, dir, goneHolder(t))
+		lock, _, old := makePid(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, lock)
 		rec := pidRec(live)
@@ -437,7 +439,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 	}
 	t.Run("registry-a", func(t *testing.T) {
 		dir := tempDir(t)
-		lock, record, rec := makeA(t, host, dir, goneHolder(t))
+		lock, record, rec := makeA(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		var ino uint64
 		f := fix.New(host)
@@ -456,7 +458,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		// The record's place was inside the old directory, which is gone:
 		// it cannot go back, so the claim stays, named as a conflict.
 		dir := tempDir(t)
-		lock, record, rec := makeB(t, host, dir, goneHolder(t))
+		lock, record, rec := makeB(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		recIno := inode(t, record)
 		var ino uint64
@@ -473,8 +475,8 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 	t.Run("abandoned break", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		claim := fmt.Sprintf("%s.dead.%d.12345", lock, goneHolder(t))
-		rec := recA(goneHolder(t), host.Name)
+		claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
+		rec := recA(testutil.Gone(t), host.Name)
 		writeFile(t, claim, rec)
 		res := judge(t, dir, lock, verdict.Claimed)
 		var ino uint64
@@ -499,7 +501,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 // whose rename succeeds removes the lock; the other says it was beaten.
 func TestTwoBreakersOneRecord(t *testing.T) {
 	host := testHost(t)
-	other := liveHolder(t) // the second sweeper's pid, running as it should be
+	other := testutil.Sleeper(t).Process.Pid // the second sweeper's pid, running as it should be
 	formats := []struct {
 		name string
 		make maker
@@ -509,7 +511,7 @@ func TestTwoBreakersOneRecord(t *testing.T) {
 		for _, step := range steps {
 			t.Run(fmt.Sprintf("%s, the other runs at %s", ft.name, step), func(t *testing.T) {
 				dir := tempDir(t)
-				lock, _, _ := ft.make(t, host, dir, goneHolder(t))
+				lock, _, _ := ft.make(t, host, dir, testutil.Gone(t))
 				res := judge(t, dir, lock, verdict.Gone)
 				first, second := fix.New(host), fix.New(host)
 				second.Pid = other
@@ -547,11 +549,11 @@ func TestTwoBreakersOneRecord(t *testing.T) {
 // runs is under way and left alone.
 func TestAbandonedBreak(t *testing.T) {
 	host := testHost(t)
-	live := liveHolder(t)
+	live := testutil.Sleeper(t).Process.Pid
 	t.Run("registry-a, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, goneHolder(t)), recA(goneHolder(t), host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), recA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -564,9 +566,9 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("registry-b, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		pid := goneHolder(t)
+		pid := testutil.Gone(t)
 		tok := tokenB(pid, 3)
-		writeFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, goneHolder(t)), recB(tok, pid, host.Name, host.Scope))
+		writeFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), recB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -579,7 +581,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("pid, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := filepath.Join(dir, "x.lock")
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, goneHolder(t)), pidRec(goneHolder(t)))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), pidRec(testutil.Gone(t)))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -598,18 +600,18 @@ func TestAbandonedBreak(t *testing.T) {
 	}{
 		{"registry-a", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := mkGenA(t, dir, "x.lock", nil)
-			claim := fmt.Sprintf("%s.dead.%d.12345", lock, goneHolder(t))
+			claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
 			return lock, claim, recA(live, host.Name), lock + ".holder"
 		}},
 		{"registry-b", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := mkGenA(t, dir, "x.lock", nil)
 			tok := tokenB(live, 4)
-			claim := fmt.Sprintf("%s.dead.%s.%d", lock, tok, goneHolder(t))
+			claim := fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t))
 			return lock, claim, recB(tok, live, host.Name, host.Scope), filepath.Join(lock, "holder."+tok)
 		}},
 		{"pid", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := filepath.Join(dir, "x.lock")
-			claim := fmt.Sprintf("%s.dead.%d.12345", lock, goneHolder(t))
+			claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
 			return lock, claim, pidRec(live), lock
 		}},
 	}
@@ -657,7 +659,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("breaker alive", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), recA(goneHolder(t), host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), recA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := snapshot(t, dir)
 
@@ -677,7 +679,7 @@ func TestAbandonedRelease(t *testing.T) {
 	t.Run("registry-a", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		pid := goneHolder(t)
+		pid := testutil.Gone(t)
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), recA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
@@ -691,7 +693,7 @@ func TestAbandonedRelease(t *testing.T) {
 	t.Run("registry-b", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		pid := goneHolder(t)
+		pid := testutil.Gone(t)
 		tok := tokenB(pid, 5)
 		writeFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), recB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
@@ -706,7 +708,7 @@ func TestAbandonedRelease(t *testing.T) {
 	t.Run("releaser alive", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		pid := liveHolder(t)
+		pid := testutil.Sleeper(t).Process.Pid
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), recA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := snapshot(t, dir)
@@ -729,7 +731,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	// out/sub/x.lock, outside the registry.
 	setup := func(t *testing.T) (reg, out, lock string, res verdict.Result) {
 		reg, out = tempDir(t), tempDir(t)
-		rec := recA(goneHolder(t), host.Name)
+		rec := recA(testutil.Gone(t), host.Name)
 		mkdir(t, filepath.Join(reg, "sub"))
 		mkdir(t, filepath.Join(out, "sub"))
 		lock = mkGenA(t, filepath.Join(reg, "sub"), "x.lock", rec)
@@ -793,7 +795,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	})
 	t.Run("registry-b lock directory swapped for a link outside", func(t *testing.T) {
 		reg, out := tempDir(t), tempDir(t)
-		pid := goneHolder(t)
+		pid := testutil.Gone(t)
 		tok := tokenB(pid, 6)
 		rec := recB(tok, pid, host.Name, host.Scope)
 		mkdir(t, filepath.Join(reg, "sub"))
@@ -837,7 +839,7 @@ func TestGenBExtrasKept(t *testing.T) {
 		reason string
 	}{
 		{"a writer's evidence", nil, func(t *testing.T, lock, tok string) {
-			writeFile(t, filepath.Join(lock, fmt.Sprintf("writer.%s.%d", tok, goneHolder(t))), nil)
+			writeFile(t, filepath.Join(lock, fmt.Sprintf("writer.%s.%d", tok, testutil.Gone(t))), nil)
 		}, "entries besides its holder record"},
 		{"an unknown file", nil, func(t *testing.T, lock, _ string) {
 			writeFile(t, filepath.Join(lock, "notes"), []byte("hello\n"))
@@ -847,7 +849,7 @@ func TestGenBExtrasKept(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
-			pid := goneHolder(t)
+			pid := testutil.Gone(t)
 			tok := tokenB(pid, 8)
 			lock := mkGenB(t, dir, "x.lock", tok, recB(tok, pid, host.Name, host.Scope, tt.more...))
 			tt.extra(t, lock, tok)

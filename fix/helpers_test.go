@@ -3,29 +3,23 @@
 package fix_test
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
-// Fixtures for the fix tests. Holders are real processes: a live holder is a
-// "sleep 3600" killed and reaped at cleanup, a gone holder a process that
-// has been started and reaped, a zombie a child that has exited and is
-// reaped only at cleanup. Records are written byte for byte as
-// docs/lock-formats.md describes them.
+// Fixtures for the fix tests. Holders are real processes, from
+// internal/testutil: live (Sleeper), gone (Gone) or a zombie (Zombie).
 
 func must[T any](v T, err error) T {
 	if err != nil {
@@ -55,57 +49,6 @@ func testHost(t *testing.T) verdict.Host {
 func tempDir(t *testing.T) string {
 	t.Helper()
 	return must(filepath.EvalSymlinks(t.TempDir()))
-}
-
-// liveHolder starts a process that outlives the test and returns its pid.
-func liveHolder(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("sleep", "3600")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start a live holder: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd.Process.Pid
-}
-
-// goneHolder returns the pid of a process that has exited and been reaped.
-func goneHolder(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("cannot run a holder: %v", err)
-	}
-	pid := cmd.Process.Pid
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("pid %d was reaped, but /proc/%d: %v", pid, pid, err)
-	}
-	return pid
-}
-
-// zombieHolder returns the pid of a child that has exited and is not reaped
-// until cleanup.
-func zombieHolder(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start a holder: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Wait() })
-	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if state, _, _, err := verdict.ParseStat(b); err == nil && state == 'Z' {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not become a zombie within 10s", pid)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // recA is a generation A holder record with an empty token.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
@@ -333,7 +334,7 @@ func TestLegacySweep(t *testing.T) {
 			name: "old-registry-b-with-only-dead-writer-evidence",
 			lock: legacyLock{"b.lock", func(t *testing.T, p string) {
 				mkdir(t, p)
-				g := goneHolder(t)
+				g := testutil.Gone(t)
 				writeFile(t, filepath.Join(p, "writer."+tokenB(g, 1)+"."+strconv.Itoa(g)), nil)
 			}},
 			want: fix.Kept, reason: "side files or other entries sit with it",

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -28,7 +29,7 @@ func TestSweepWithoutProbe(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
-			lock, _, _ := tt.make(t, host, dir, goneHolder(t))
+			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
 			before := snapshot(t, dir)
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -41,8 +42,8 @@ const (
 func TestRacingFixers(t *testing.T) {
 	host := testHost(t)
 	reg := tempDir(t)
-	gone := []int{goneHolder(t), goneHolder(t), goneHolder(t)}
-	live := []int{liveHolder(t), liveHolder(t)}
+	gone := []int{testutil.Gone(t), testutil.Gone(t), testutil.Gone(t)}
+	live := []int{testutil.Sleeper(t).Process.Pid, testutil.Sleeper(t).Process.Pid}
 
 	goneLocks := map[string]bool{}
 	for i := range 60 {

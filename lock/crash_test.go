@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -101,7 +102,7 @@ func killedAt(t *testing.T, p string, point Point, holder int) {
 // exactly as it was.
 func bystander(t *testing.T, dir string) (check func()) {
 	t.Helper()
-	s := sleeper(t)
+	s := testutil.Sleeper(t)
 	m := filepath.Join(dir, "m.lock")
 	if _, err := Acquire(context.Background(), m, Options{Pid: s.Process.Pid, Command: "bystander"}); err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func TestCrashLockForLiveHolder(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "x.lock")
 			intact := bystander(t, dir)
-			s := sleeper(t)
+			s := testutil.Sleeper(t)
 			pid := s.Process.Pid
 			start, err := startOf(pid)
 			if err != nil {

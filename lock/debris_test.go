@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -35,10 +36,10 @@ func TestReleaseForBesideClaimedRecord(t *testing.T) {
 	defer kb.end()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	s := sleeper(t)
+	s := testutil.Sleeper(t)
 	pid := s.Process.Pid
 	killedAt(t, p, ReleaseClaimed, pid) // the holder's release, killed after its claim
-	stranger := sleeper(t)
+	stranger := testutil.Sleeper(t)
 	before := snapshot(t, dir)
 	if err := releaseFor(p, stranger.Process.Pid); err == nil || strings.HasPrefix(err.Error(), "panic") {
 		kb.add("ReleaseFor by a stranger of an empty lock whose record is in a release claim = %v, want a refusal", err)
@@ -81,7 +82,7 @@ func sidePosition(t *testing.T, dir, prefix string) int {
 // processes that are gone.
 func abandonedBuilds(t *testing.T, p string, n int) {
 	t.Helper()
-	gone := goneProcessPid(t)
+	gone := testutil.Gone(t)
 	for i := range n {
 		i += int(time.Now().UnixNano() % 1e9) // distinct names on every call
 		_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) {

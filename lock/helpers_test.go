@@ -4,9 +4,7 @@ package lock
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -43,30 +41,6 @@ func (b *bugs) add(format string, args ...any) {
 // end is kept for the tests that defer it.
 func (b *bugs) end() {}
 
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// sleeper starts a process that runs until the test ends; cleanup kills and
-// reaps it.
-func sleeper(t *testing.T) *exec.Cmd {
-	t.Helper()
-	c := exec.Command("sleep", "3600")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { endProcess(c) })
-	return c
-}
-
 // endProcess kills and reaps c if it has not been reaped yet.
 func endProcess(c *exec.Cmd) {
 	if c.ProcessState == nil {
@@ -82,36 +56,6 @@ func killAndReap(t *testing.T, c *exec.Cmd) {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
-}
-
-// goneProcessPid returns the pid of a process that has exited and been
-// reaped, and whose pid no process has taken since.
-func goneProcessPid(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		c := exec.Command("true")
-		if err := c.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat("/proc/" + strconv.Itoa(c.Process.Pid)); errors.Is(err, fs.ErrNotExist) {
-			return c.Process.Pid
-		}
-	}
-	t.Fatal("every exited pid was taken again at once")
-	return 0
-}
-
-// procState is field 3 of /proc/<pid>/stat, or 0 if there is no such pid.
-func procState(pid int) byte {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
 }
 
 // holderFor is the record Acquire would write for pid, changed by edit.

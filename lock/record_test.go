@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 )
 
@@ -81,7 +82,7 @@ func TestLockRecordRoundTrip(t *testing.T) {
 func TestLockRecordWrittenByAcquireParses(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	a, b := sleeper(t), sleeper(t)
+	a, b := testutil.Sleeper(t), testutil.Sleeper(t)
 	l, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}, Command: "cmd\nwith newline"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -130,7 +131,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 
 	// The same while waiting for a lock that is held: the built record
 	// waits beside the lock, and the lock it waits for is untouched.
-	s := sleeper(t)
+	s := testutil.Sleeper(t)
 	other, err := Acquire(context.Background(), p, Options{Pid: s.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
@@ -257,14 +258,14 @@ func emptyLockWithoutClaim(dir, name string) string {
 func TestAcquireBreaksZombieHolder(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	c := sleeper(t)
+	c := testutil.Sleeper(t)
 	if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the holder to be a zombie", func() bool { return procState(c.Process.Pid) == 'Z' })
+	testutil.WaitFor(t, 10*time.Second, "the holder to be a zombie", func() bool { return testutil.ProcState(c.Process.Pid) == 'Z' })
 	if r := judge(t, p); r.Verdict != verdict.Gone {
 		t.Fatalf("judged a zombie holder's lock %s (%s), want gone", r.Verdict, r.Reason)
 	}
@@ -274,7 +275,7 @@ func TestAcquireBreaksZombieHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNames(t, dir)
-	if procState(c.Process.Pid) != 'Z' {
+	if testutil.ProcState(c.Process.Pid) != 'Z' {
 		t.Fatalf("the zombie holder was reaped during the test")
 	}
 }
@@ -287,14 +288,14 @@ func TestAcquireBreaksGone(t *testing.T) {
 		setup func(t *testing.T, p string)
 	}{
 		{"holder killed and reaped", func(t *testing.T, p string) {
-			c := sleeper(t)
+			c := testutil.Sleeper(t)
 			if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
 				t.Fatal(err)
 			}
 			killAndReap(t, c)
 		}},
 		{"pid reused: running, but started at another tick", func(t *testing.T, p string) {
-			c := sleeper(t)
+			c := testutil.Sleeper(t)
 			_, rec := holderFor(t, c.Process.Pid, func(h *scan.Holder) { h.Start-- })
 			writeLockDir(t, p, rec)
 		}},
@@ -303,7 +304,7 @@ func TestAcquireBreaksGone(t *testing.T) {
 			writeLockDir(t, p, rec)
 		}},
 		{"holder and the process recorded with it both gone", func(t *testing.T, p string) {
-			a, b := sleeper(t), sleeper(t)
+			a, b := testutil.Sleeper(t), testutil.Sleeper(t)
 			if _, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +339,7 @@ func TestAcquireBreaksGone(t *testing.T) {
 func TestAcquireAlsoHoldsTheLock(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	a, b := sleeper(t), sleeper(t)
+	a, b := testutil.Sleeper(t), testutil.Sleeper(t)
 	if _, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 		{
 			name: "live holder",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
-				c := sleeper(t)
+				c := testutil.Sleeper(t)
 				if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid, Command: "the-holder"}); err != nil {
 					t.Fatal(err)
 				}
@@ -436,7 +437,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 		{
 			name: "foreign host",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
-				gone := goneProcessPid(t)
+				gone := testutil.Gone(t)
 				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, gone); h.Host = "elsewhere" })
 				writeLockDir(t, p, rec)
 				return verdict.Foreign
@@ -451,7 +452,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 		{
 			name: "foreign pid namespace",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
-				gone := goneProcessPid(t)
+				gone := testutil.Gone(t)
 				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, gone); h.PidNS = "pid:[1]" })
 				writeLockDir(t, p, rec)
 				return verdict.Foreign
@@ -468,7 +469,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
 				// A generation A lock taken an hour ago (by its token's
 				// epoch) whose pid a process that started just now has.
-				c := sleeper(t)
+				c := testutil.Sleeper(t)
 				if err := os.Mkdir(p, 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -486,7 +487,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 				if host.Scope == "" {
 					t.Skipf("this host's scope cannot be computed: %v", host.ScopeErr)
 				}
-				pid := strconv.Itoa(goneProcessPid(t))
+				pid := strconv.Itoa(testutil.Gone(t))
 				tok := pid + ".0123456789abcdef0123456789abcdef.1"
 				if err := os.Mkdir(p, 0o755); err != nil {
 					t.Fatal(err)
@@ -556,12 +557,12 @@ func TestAcquireNeverBreaks(t *testing.T) {
 func TestReleaseForRefusesStrangers(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	holderProc, stranger := sleeper(t), sleeper(t)
+	holderProc, stranger := testutil.Sleeper(t), testutil.Sleeper(t)
 	if _, err := Acquire(context.Background(), p, Options{Pid: holderProc.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	for _, pid := range []int{stranger.Process.Pid, os.Getpid(), goneProcessPid(t)} {
+	for _, pid := range []int{stranger.Process.Pid, os.Getpid(), testutil.Gone(t)} {
 		err := ReleaseFor(p, pid)
 		var e *NotHolderError
 		if !errors.As(err, &e) || e.Pid != pid || e.Holder.Pid != int64(holderProc.Process.Pid) {
@@ -586,7 +587,7 @@ func TestReleaseForChecksStartTime(t *testing.T) {
 		t.Run(fmt.Sprint(delta), func(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "x.lock")
-			c := sleeper(t)
+			c := testutil.Sleeper(t)
 			_, rec := holderFor(t, c.Process.Pid, func(h *scan.Holder) { h.Start = uint64(int64(h.Start) + delta) })
 			writeLockDir(t, p, rec)
 			before := snapshot(t, dir)
@@ -609,7 +610,7 @@ func TestReleaseAfterTakeover(t *testing.T) {
 	if err := os.Rename(p, filepath.Join(t.TempDir(), "broken")); err != nil {
 		t.Fatal(err)
 	}
-	c := sleeper(t)
+	c := testutil.Sleeper(t)
 	second, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
@@ -663,7 +664,7 @@ func TestReleaseRecordReplaced(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "x.lock")
 			l := acquireWithin(t, p, 5*time.Second)
-			c := sleeper(t)
+			c := testutil.Sleeper(t)
 			_, other := holderFor(t, c.Process.Pid, nil)
 			tt.replace(t, filepath.Join(p, "holder"), l.record, other)
 			before := snapshot(t, dir)

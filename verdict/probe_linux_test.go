@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"golang.org/x/sys/unix"
 )
@@ -38,19 +39,6 @@ const (
 // orphans, so an unwaited child would stay a zombie for the life of the
 // machine.
 
-func startSleep(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start sleep: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
 // statFields reads /proc/<pid>/stat of a process whose command is comm and
 // returns its fields from field 3 (the state) on. It does not use ParseStat:
 // knowing comm, it can strip "<pid> (<comm>) " and split the rest.
@@ -67,28 +55,8 @@ func statFields(t *testing.T, pid int, comm string) []string {
 	return strings.Fields(rest)
 }
 
-// waitForState polls /proc/<pid>/stat until the process is in state want,
-// and fails the test at the deadline.
-func waitForState(t *testing.T, pid int, comm, want string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	if d, ok := t.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
-		deadline = d.Add(-5 * time.Second)
-	}
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		got := statFields(t, pid, comm)[0]
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d is in state %s at the deadline, want %s", pid, got, want)
-		}
-		time.Sleep(delay)
-	}
-}
-
 func TestKernelProbeRunning(t *testing.T) {
-	cmd := startSleep(t)
+	cmd := testutil.Sleeper(t)
 	pid := cmd.Process.Pid
 	for name, probe := range map[string]func(int) Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
 		got := probe(pid)
@@ -103,7 +71,7 @@ func TestKernelProbeRunning(t *testing.T) {
 // clock when the process was started.
 func TestKernelProbeStartTime(t *testing.T) {
 	before := time.Now()
-	cmd := startSleep(t)
+	cmd := testutil.Sleeper(t)
 	after := time.Now()
 	pid := cmd.Process.Pid
 
@@ -124,11 +92,7 @@ func TestKernelProbeStartTime(t *testing.T) {
 }
 
 func TestKernelProbeReaped(t *testing.T) {
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("cannot run true: %v", err)
-	}
-	pid := cmd.ProcessState.Pid()
+	pid := testutil.Gone(t)
 	for name, probe := range map[string]func(int) Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
 		if got := probe(pid); got.State != StateAbsent {
 			t.Errorf("%s(%d) = %+v, want absent (the process exited and was reaped)", name, pid, got)
@@ -139,18 +103,8 @@ func TestKernelProbeReaped(t *testing.T) {
 // TestKernelProbeZombie leaves a child exited and unwaited. kill(pid, 0)
 // succeeds on it, which is why kill alone cannot tell a holder is gone.
 func TestKernelProbeZombie(t *testing.T) {
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start true: %v", err)
-	}
+	cmd := testutil.Zombie(t)
 	pid := cmd.Process.Pid
-	reaped := false
-	t.Cleanup(func() {
-		if !reaped {
-			_ = cmd.Wait()
-		}
-	})
-	waitForState(t, pid, "true", "Z")
 
 	if err := unix.Kill(pid, 0); err != nil {
 		t.Errorf("kill(%d, 0) = %v, want nil: a zombie exists until it is reaped", pid, err)
@@ -166,9 +120,7 @@ func TestKernelProbeZombie(t *testing.T) {
 		t.Errorf("Judge(pid file of zombie %d) = %s (%s), want gone", pid, got.Verdict, got.Reason)
 	}
 
-	err := cmd.Wait()
-	reaped = true
-	if err != nil {
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("cannot reap pid %d: %v", pid, err)
 	}
 	if got := (KernelProbe{}).Probe(pid); got.State != StateAbsent {
@@ -209,7 +161,7 @@ func TestKernelProbeThreadID(t *testing.T) {
 // TestJudgeKernelProbe judges a pid file of a real process, then of the
 // same pid once the process is gone.
 func TestJudgeKernelProbe(t *testing.T) {
-	cmd := startSleep(t)
+	cmd := testutil.Sleeper(t)
 	pid := cmd.Process.Pid
 	j := &Judge{Host: LocalHost(), Probe: KernelProbe{}}
 	l := with(pidLock(pidHolder(int64(pid))), func(l *scan.Lock) { l.Holders[0].Info.Mtime = time.Now() })

@@ -1,0 +1,96 @@
+//go:build linux
+
+package testutil
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The holders below are children started with os/exec and reaped with
+// Cmd.Wait. A test that makes itself a child subreaper and reaps every
+// child on its own (lcReaper in package main) would steal their exit
+// statuses: it must start its processes through its own reaper instead.
+
+// Sleeper starts "sleep 3600", a live holder for as long as the test needs
+// one, and returns it: a test that needs only a pid takes c.Process.Pid, a
+// test that kills the holder midway has the Cmd to kill and reap it with.
+// Cleanup kills and reaps it, unless the test has reaped it already.
+func Sleeper(t T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sleep", "3600")
+	if err := c.Start(); err != nil {
+		t.Fatalf("cannot start a live holder: %v", err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	return c
+}
+
+// Gone returns the pid of a process that has exited and been reaped, and
+// that no process has taken since: /proc has no entry for it and
+// kill(pid, 0) says ESRCH. A freed pid can be handed out again at once on a
+// busy machine, so it tries up to 20 processes before it fails the test.
+// Nothing stops the kernel from handing the pid out later in the test.
+func Gone(t T) int {
+	t.Helper()
+	for range 20 {
+		c := exec.Command("true")
+		if err := c.Run(); err != nil {
+			t.Fatalf("cannot run a holder: %v", err)
+		}
+		pid := c.Process.Pid
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+		if errors.Is(err, fs.ErrNotExist) && syscall.Kill(pid, 0) == syscall.ESRCH {
+			return pid
+		}
+	}
+	t.Fatalf("every exited pid was taken again at once")
+	return 0
+}
+
+// Zombie starts a child that exits at once and is not waited for, and
+// returns it once /proc shows it in state Z (failing the test if it does
+// not within 10s): a pid that names a process which will never run again,
+// yet which kill(pid, 0) still finds. Cleanup reaps it, unless the test
+// has (with c.Wait) already.
+func Zombie(t T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Fatalf("cannot start a holder: %v", err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Wait()
+		}
+	})
+	pid := c.Process.Pid
+	WaitFor(t, 10*time.Second, "pid "+strconv.Itoa(pid)+" to be a zombie", func() bool { return ProcState(pid) == 'Z' })
+	return c
+}
+
+// ProcState is the state field of /proc/<pid>/stat ('R', 'S', 'Z', ...),
+// or 0 if pid has no entry there. The field is read after the last ')':
+// the command name before it may itself hold spaces and parentheses.
+func ProcState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
