@@ -3,111 +3,29 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/lockctl/lockctl/internal/testutil"
 )
 
 // The done-when of issue 7 for --legacy-older-than, end to end through the
 // CLI: `lockctl doctor --fix --legacy-older-than 1h` over a registry with
 // unheld three-hour-old owner-less locks (removed), young ones (kept) and
 // flock-held old ones (kept, live, named). The holders are this test binary
-// re-run as TestKernelE2EHolder. (testdata/script/issue7_*.txtar cover the
+// re-run as TestHolderProcess. (testdata/script/issue7_*.txtar cover the
 // text report; this test checks the removals, which those scripts cannot
 // retry when the kernel evidence comes out partial, see below.)
 
-const (
-	e2eHolderEnv = "LOCKCTL_E2E_HOLDER"
-	e2eReady     = "lockctl-e2e-ready"
-)
-
-// TestKernelE2EHolder is not a test: it is the holder process that
-// TestDoctorLegacySweep starts. It flocks $LOCKCTL_E2E_HOLDER (a file or a
-// directory), says ready, and holds it until its stdin closes.
-func TestKernelE2EHolder(t *testing.T) {
-	path := os.Getenv(e2eHolderEnv)
-	if path == "" {
-		t.Skip("not a test: the holder process TestDoctorLegacySweep starts")
-	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "holder %s: %v\n", path, err)
-		os.Exit(3)
-	}
-	fmt.Println(e2eReady)
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
-}
-
-// flockHolder starts a holder of path and waits (up to 10s) until it holds
-// it. At cleanup its stdin is closed and it is waited for.
-func flockHolder(t *testing.T, path string) int {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKernelE2EHolder$", "-test.count=1")
-	cmd.Env = append(os.Environ(), e2eHolderEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	ready := make(chan bool, 1)
-	go func() {
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		said := false
-		for sc.Scan() {
-			if !said && sc.Text() == e2eReady {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false
-		}
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("the holder of %s ended without holding it", path)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the holder of %s was not ready within 10s", path)
-	}
-	return cmd.Process.Pid
-}
+// TestHolderProcess is not a test: it is the holder process that
+// TestDoctorLegacySweep starts.
+func TestHolderProcess(t *testing.T) { testutil.HolderProcess(t) }
 
 type e2eLock struct {
 	Path         string `json:"path"`
@@ -144,8 +62,8 @@ func TestDoctorLegacySweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	heldPid := flockHolder(t, at("held.lock"))
-	heldDirPid := flockHolder(t, at("helddir.lock"))
+	heldPid := testutil.StartHolder(t, "flock", at("held.lock")).Pid
+	heldDirPid := testutil.StartHolder(t, "flock", at("helddir.lock")).Pid
 	old := time.Now().Add(-3 * time.Hour)
 	for _, n := range []string{"old.lock", "oldempty.lock", "oldzero.lock", "held.lock", "helddir.lock"} {
 		if err := os.Chtimes(at(n), old, old); err != nil {

@@ -3,11 +3,8 @@
 package fix_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,115 +20,18 @@ import (
 )
 
 // Tests of --legacy-older-than: the sweep of owner-less locks. Holders are
-// this test binary re-run in a role (TestLegacyHolderProcess): it takes a
-// flock on a file or directory, or just opens it, says "ready", and holds on
-// until its stdin closes. Every one is waited for.
+// this test binary re-run by testutil.StartHolder: it takes a flock on a
+// file or directory, or just opens it, says so, and holds on until its
+// stdin closes. Every one is waited for.
 
 const (
-	envLegacyRole = "FIX_LEGACY_HOLDER"
-	envLegacyPath = "FIX_LEGACY_PATH"
-	legacyReady   = "fix-legacy-ready"
-	holderComm    = "fix.test"
-	legacyAge     = 3 * time.Hour
+	holderComm = "fix.test"
+	legacyAge  = 3 * time.Hour
 )
 
-// TestLegacyHolderProcess is not a test: it is the holder process the
-// tests here start.
-func TestLegacyHolderProcess(t *testing.T) {
-	role := os.Getenv(envLegacyRole)
-	if role == "" {
-		t.Skip("not a test: the holder process the legacy sweep tests start")
-	}
-	path := os.Getenv(envLegacyPath)
-	fail := func(err error) { fmt.Fprintf(os.Stderr, "holder %s %s: %v\n", role, path, err); os.Exit(3) }
-	switch role {
-	case "flock", "open":
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			fail(err)
-		}
-		if role == "flock" {
-			if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-				fail(err)
-			}
-		}
-	case "hold-fd3":
-	case "flock-fd3-and-exit":
-		if err := unix.Flock(3, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			fail(err)
-		}
-		fmt.Println(legacyReady)
-		os.Exit(0)
-	default:
-		fail(fmt.Errorf("unknown role"))
-	}
-	fmt.Println(legacyReady)
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
-}
-
-type holderProc struct {
-	pid  int
-	done chan struct{}
-}
-
-// startHolder runs this binary as a holder of path in role, with extra as
-// fd 3 on, and waits (up to 10s) for it to say it is ready.
-func startHolder(t *testing.T, role, path string, extra ...*os.File) *holderProc {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLegacyHolderProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envLegacyRole+"="+role, envLegacyPath+"="+path)
-	cmd.ExtraFiles = extra
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	h := &holderProc{pid: cmd.Process.Pid, done: make(chan struct{})}
-	ready := make(chan bool, 1)
-	go func() {
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		said := false
-		for sc.Scan() {
-			if !said && sc.Text() == legacyReady {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false
-		}
-	}()
-	go func() { _ = cmd.Wait(); close(h.done) }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-h.done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-h.done
-		}
-	})
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("holder %s of %s ended without saying ready", role, path)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("holder %s of %s did not say ready within 10s", role, path)
-	}
-	return h
-}
+// TestHolderProcess is not a test: it is the holder process the tests here
+// start.
+func TestHolderProcess(t *testing.T) { testutil.HolderProcess(t) }
 
 // inheritedFlock leaves path flock-held by a process that inherited the
 // descriptor from a locker that has exited (the shell idiom "exec 9>>F;
@@ -143,15 +43,10 @@ func inheritedFlock(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := startHolder(t, "hold-fd3", path, f)
-	l := startHolder(t, "flock-fd3-and-exit", path, f)
-	select {
-	case <-l.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the locker did not exit within 10s")
-	}
+	h := testutil.StartHolder(t, "hold-fd3", path, f)
+	testutil.StartHolder(t, "flock-fd3-and-exit", path, f).Exited(t)
 	waitLocked(t, path)
-	return h.pid
+	return h.Pid
 }
 
 // waitLocked polls /proc/locks, up to 10s, until it shows a lock on path.
@@ -378,9 +273,9 @@ func TestLegacyHeldIsNotSwept(t *testing.T) {
 		hold func(t *testing.T, p string) int
 		how  string
 	}{
-		{"empty-file-flock", emptyFileLock, func(t *testing.T, p string) int { return startHolder(t, "flock", p).pid }, "flock held"},
-		{"zero-file-open", zeroFileLock, func(t *testing.T, p string) int { return startHolder(t, "open", p).pid }, "held open"},
-		{"empty-dir-flock", emptyDirLock, func(t *testing.T, p string) int { return startHolder(t, "flock", p).pid }, "flock held"},
+		{"empty-file-flock", emptyFileLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "flock", p).Pid }, "flock held"},
+		{"zero-file-open", zeroFileLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "open", p).Pid }, "held open"},
+		{"empty-dir-flock", emptyDirLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "flock", p).Pid }, "flock held"},
 		{"empty-file-inherited-flock", emptyFileLock, inheritedFlock, "flock held"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -482,7 +377,7 @@ func TestLegacyTakenAfterTheClaim(t *testing.T) {
 				if exists(p) {
 					t.Errorf("at BeforeJudge %s is still at its name: it was not claimed", p)
 				}
-				pid = startHolder(t, tc.role, claimOf(t, p)).pid
+				pid = testutil.StartHolder(t, tc.role, claimOf(t, p)).Pid
 			})
 			o := f.Fix(res)
 			wantOutcome(t, p, o, fix.Kept, "judged again, it is live")
@@ -528,7 +423,7 @@ func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
 	r2 := judgeEv(t, reg, second, verdict.Ownerless)
 	f := earlierSweep(t, reg, first)
 	before := snapshot(t, reg)
-	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { startHolder(t, "flock", claimOf(t, second)) })
+	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { testutil.StartHolder(t, "flock", claimOf(t, second)) })
 	wantOutcome(t, second, f.Fix(r2), fix.Kept, "judged again, it is live")
 	sameTree(t, reg, before)
 }
@@ -634,7 +529,7 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		age(t, p)
 		before := snapshot(t, reg)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
-		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { startHolder(t, "flock", p) })
+		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { testutil.StartHolder(t, "flock", p) })
 		wantOutcome(t, p, f.Fix(res), fix.Kept, "judged again, it is live")
 		sameTree(t, reg, before)
 	})

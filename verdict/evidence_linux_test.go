@@ -3,10 +3,8 @@
 package verdict
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,98 +15,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"golang.org/x/sys/unix"
 )
 
 // KernelEvidence against real processes. Every holder is this test binary
-// re-run in a role (TestEvidenceHelperProcess): it takes its lock, says
-// "ready" on stdout, and holds on until its stdin closes. Every child is
-// waited for.
+// re-run by testutil.StartHolder: it takes its lock, says so, and holds on
+// until its stdin closes. Every child is waited for.
 
 const (
 	evRoleEnv   = "LOCKCTL_EVIDENCE_TEST_ROLE"
-	evPathEnv   = "LOCKCTL_EVIDENCE_TEST_PATH"
 	evQueryEnv  = "LOCKCTL_EVIDENCE_TEST_QUERY"
-	evReady     = "lockctl-evidence-ready"
 	evResultTag = "lockctl-evidence-result:"
 	evComm      = "verdict.test" // the holders' command name
 )
 
-// TestEvidenceHelperProcess is not a test: it is the holder process (or,
-// for the unprivileged test, the asker) that the tests here start.
+// TestHolderProcess is not a test: it is the holder process that the tests
+// here start.
+func TestHolderProcess(t *testing.T) { testutil.HolderProcess(t) }
+
+// TestEvidenceHelperProcess is not a test: it is the process that asks
+// KernelEvidence from where a test puts it (as nobody, in a pid namespace),
+// about each dev:ino in $LOCKCTL_EVIDENCE_TEST_QUERY, and prints the answers.
 func TestEvidenceHelperProcess(t *testing.T) {
-	role := os.Getenv(evRoleEnv)
-	if role == "" {
+	if os.Getenv(evRoleEnv) != "evidence" {
 		t.Skip("not a test: the process the kernel evidence tests start")
 	}
-	os.Exit(evidenceHelper(role, os.Getenv(evPathEnv)))
-}
-
-func evidenceHelper(role, path string) int {
-	fail := func(err error) int { fmt.Fprintf(os.Stderr, "helper %s %s: %v\n", role, path, err); return 3 }
-	hold := func() int {
-		fmt.Println(evReady)
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		return 0
+	k := &KernelEvidence{}
+	for _, q := range strings.Split(os.Getenv(evQueryEnv), ",") {
+		var dev, ino uint64
+		if _, err := fmt.Sscanf(q, "%d:%d", &dev, &ino); err != nil {
+			fmt.Fprintf(os.Stderr, "helper evidence: %v\n", err)
+			os.Exit(3)
+		}
+		hs, complete := k.Holders(dev, ino)
+		b, _ := json.Marshal(evResult{Uid: os.Getuid(), Pid: os.Getpid(), Query: q, Holders: hs, Complete: complete})
+		fmt.Printf("%s%s\n", evResultTag, b)
 	}
-	open := func(flags int) (int, error) { return unix.Open(path, flags|unix.O_CLOEXEC, 0) }
-	wholeFile := func(typ int16) *unix.Flock_t { return &unix.Flock_t{Type: typ, Whence: io.SeekStart} }
-	switch role {
-	case "flock": // a file or a directory
-		fd, err := open(unix.O_RDONLY)
-		if err == nil {
-			err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		return hold()
-	case "posix":
-		fd, err := open(unix.O_RDWR)
-		if err == nil {
-			err = unix.FcntlFlock(uintptr(fd), unix.F_SETLK, wholeFile(unix.F_WRLCK))
-		}
-		if err != nil {
-			return fail(err)
-		}
-		return hold()
-	case "ofd":
-		fd, err := open(unix.O_RDWR)
-		if err == nil {
-			err = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, wholeFile(unix.F_WRLCK))
-		}
-		if err != nil {
-			return fail(err)
-		}
-		return hold()
-	case "open":
-		if _, err := open(unix.O_RDONLY); err != nil {
-			return fail(err)
-		}
-		return hold()
-	case "hold-fd3": // holds what it inherited as fd 3
-		return hold()
-	case "flock-fd3-and-exit": // locks the inherited fd 3, then exits
-		if err := unix.Flock(3, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			return fail(err)
-		}
-		fmt.Println(evReady)
-		return 0
-	case "evidence": // asks KernelEvidence about each dev:ino in the query
-		k := &KernelEvidence{}
-		for _, q := range strings.Split(os.Getenv(evQueryEnv), ",") {
-			var dev, ino uint64
-			if _, err := fmt.Sscanf(q, "%d:%d", &dev, &ino); err != nil {
-				return fail(err)
-			}
-			hs, complete := k.Holders(dev, ino)
-			b, _ := json.Marshal(evResult{Uid: os.Getuid(), Pid: os.Getpid(), Query: q, Holders: hs, Complete: complete})
-			fmt.Printf("%s%s\n", evResultTag, b)
-		}
-		return 0
-	}
-	return fail(fmt.Errorf("unknown role"))
+	os.Exit(0)
 }
 
 type evResult struct {
@@ -116,105 +61,6 @@ type evResult struct {
 	Query    string
 	Holders  []KernelHolder
 	Complete bool
-}
-
-type helperProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	done  chan struct{}
-	pid   int
-}
-
-// startHelper starts this binary in role on path, with extra files as fd 3
-// on, and waits (with a deadline, not a sleep) until it says it is ready.
-// At cleanup its stdin is closed and it is waited for (killed if it will
-// not go).
-func startHelper(t *testing.T, exe, role, path string, cred *syscall.Credential, extra ...*os.File) *helperProc {
-	t.Helper()
-	cmd := exec.Command(exe, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), evRoleEnv+"="+role, evPathEnv+"="+path)
-	cmd.ExtraFiles = extra
-	cmd.Stderr = os.Stderr
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		cmd.Dir = filepath.Dir(exe)
-	}
-	return startCmd(t, cmd)
-}
-
-func startCmd(t *testing.T, cmd *exec.Cmd) *helperProc {
-	t.Helper()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		t.Fatalf("cannot start %v: %v", cmd.Args, err)
-	}
-	w.Close()
-	h := &helperProc{cmd: cmd, stdin: stdin, lines: make(chan string, 64), done: make(chan struct{}), pid: cmd.Process.Pid}
-	go func() {
-		// EOF comes when the helper (the only writer) has exited.
-		defer r.Close()
-		defer close(h.lines)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-	}()
-	go func() {
-		_ = cmd.Wait()
-		close(h.done)
-	}()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-h.done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-h.done
-		}
-	})
-	h.await(t, evReady)
-	return h
-}
-
-// await waits up to 10s for a line of output starting with prefix, and
-// returns it.
-func (h *helperProc) await(t *testing.T, prefix string) string {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case l, ok := <-h.lines:
-			if !ok {
-				t.Fatalf("pid %d (%v) ended without printing %q", h.pid, h.cmd.Args, prefix)
-			}
-			if strings.HasPrefix(l, prefix) {
-				return l
-			}
-		case <-deadline:
-			t.Fatalf("pid %d (%v) did not print %q within 10s", h.pid, h.cmd.Args, prefix)
-		}
-	}
-}
-
-// exited waits up to 10s for the helper to exit by itself (it is reaped).
-func (h *helperProc) exited(t *testing.T) {
-	t.Helper()
-	select {
-	case <-h.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("pid %d did not exit within 10s", h.pid)
-	}
 }
 
 func testExe(t *testing.T) string {
@@ -362,7 +208,6 @@ func TestParseProcLock(t *testing.T) {
 // TestParseProcLockReal: the device and inode parseProcLock reads from a
 // real /proc/locks line are the ones stat reports for the locked file.
 func TestParseProcLockReal(t *testing.T) {
-	exe := testExe(t)
 	for _, place := range []string{t.TempDir(), "/dev/shm"} {
 		if _, err := os.Stat(place); err != nil {
 			continue
@@ -374,7 +219,7 @@ func TestParseProcLockReal(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		f := filepath.Join(dir, "x.lock")
 		mkEmpty(t, f, "")
-		h := startHelper(t, exe, "flock", f, nil)
+		h := testutil.StartHolder(t, "flock", f)
 		dev, ino := statDevIno(t, f)
 		procLocksFor(t, dev, ino)
 		b, err := os.ReadFile("/proc/locks")
@@ -384,7 +229,7 @@ func TestParseProcLockReal(t *testing.T) {
 		found := false
 		for _, line := range strings.Split(string(b), "\n") {
 			key, l, ok := parseProcLock(line)
-			if ok && l.pid == h.pid {
+			if ok && l.pid == h.Pid {
 				found = true
 				if key != (devIno{dev, ino}) || l.how != "flock" {
 					t.Errorf("%s: parseProcLock(%q) = %d:%d %q, want %d:%d (stat) flock", place, line, key.dev, key.ino, l.how, dev, ino)
@@ -392,7 +237,7 @@ func TestParseProcLockReal(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("%s: no line of /proc/locks parsed to pid %d:\n%s", place, h.pid, b)
+			t.Errorf("%s: no line of /proc/locks parsed to pid %d:\n%s", place, h.Pid, b)
 		}
 	}
 }
@@ -400,7 +245,6 @@ func TestParseProcLockReal(t *testing.T) {
 // TestKernelEvidenceHolders: each way of holding a file, by a real
 // process, is found and named.
 func TestKernelEvidenceHolders(t *testing.T) {
-	exe := testExe(t)
 	for _, tc := range []struct {
 		name, role, how string
 		dir             bool
@@ -424,12 +268,12 @@ func TestKernelEvidenceHolders(t *testing.T) {
 			} else {
 				mkEmpty(t, p, "")
 			}
-			h := startHelper(t, exe, tc.role, p, nil)
+			h := testutil.StartHolder(t, tc.role, p)
 			dev, ino := statDevIno(t, p)
 			switch tc.lockPid {
 			case 1:
-				if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != h.pid {
-					t.Fatalf("/proc/locks shows pids %v, want [%d]", pids, h.pid)
+				if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != h.Pid {
+					t.Fatalf("/proc/locks shows pids %v, want [%d]", pids, h.Pid)
 				}
 			case -1:
 				if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != -1 {
@@ -437,7 +281,7 @@ func TestKernelEvidenceHolders(t *testing.T) {
 				}
 			}
 			hs, complete := holders(t, dev, ino)
-			want := []KernelHolder{{Pid: h.pid, Comm: evComm, How: tc.how}}
+			want := []KernelHolder{{Pid: h.Pid, Comm: evComm, How: tc.how}}
 			if !sameHolders(hs, want) {
 				t.Errorf("Holders = %+v, want %+v", hs, want)
 			}
@@ -452,11 +296,10 @@ func TestKernelEvidenceHolders(t *testing.T) {
 // and a process that inherited the descriptor holds it. /proc/locks still
 // names the dead locker; the holder is whoever has the file open.
 func TestKernelEvidenceInheritedLock(t *testing.T) {
-	exe := testExe(t)
 	p := filepath.Join(t.TempDir(), "x.lock")
 	mkEmpty(t, p, "")
 	dev, ino := statDevIno(t, p)
-	inheritor, locker := inheritFlock(t, exe, p)
+	inheritor, locker := inheritFlock(t, p)
 	if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != locker {
 		t.Fatalf("/proc/locks shows pids %v, want the dead locker [%d]", pids, locker)
 	}
@@ -474,36 +317,35 @@ func TestKernelEvidenceInheritedLock(t *testing.T) {
 // that flocks it and exits, then closes its own copy: the lock is held by
 // the holder alone, under the locker's (dead, reaped) pid. It returns both
 // pids.
-func inheritFlock(t *testing.T, exe, p string) (holder, locker int) {
+func inheritFlock(t *testing.T, p string) (holder, locker int) {
 	t.Helper()
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := startHelper(t, exe, "hold-fd3", p, nil, f)
-	l := startHelper(t, exe, "flock-fd3-and-exit", p, nil, f)
-	l.exited(t)
-	return h.pid, l.pid
+	h := testutil.StartHolder(t, "hold-fd3", p, f)
+	l := testutil.StartHolder(t, "flock-fd3-and-exit", p, f)
+	l.Exited(t)
+	return h.Pid, l.Pid
 }
 
 // TestKernelEvidenceSeveralHolders: the locker is named for its lock, a
 // process that merely has the file open for being open.
 func TestKernelEvidenceSeveralHolders(t *testing.T) {
-	exe := testExe(t)
 	p := filepath.Join(t.TempDir(), "x.lock")
 	mkEmpty(t, p, "")
-	a := startHelper(t, exe, "flock", p, nil)
-	b := startHelper(t, exe, "open", p, nil)
+	a := testutil.StartHolder(t, "flock", p)
+	b := testutil.StartHolder(t, "open", p)
 	dev, ino := statDevIno(t, p)
 	procLocksFor(t, dev, ino)
 	hs, _ := (&KernelEvidence{}).Holders(dev, ino)
-	want := []KernelHolder{{Pid: a.pid, Comm: evComm, How: "flock"}, {Pid: b.pid, Comm: evComm, How: "open"}}
+	want := []KernelHolder{{Pid: a.Pid, Comm: evComm, How: "flock"}, {Pid: b.Pid, Comm: evComm, How: "open"}}
 	if !sameHolders(hs, want) {
 		t.Errorf("Holders = %+v, want %+v", hs, want)
 	}
-	if len(hs) > 0 && hs[0].Pid != a.pid {
-		t.Errorf("Holders[0] = %+v, want the locker (pid %d) first", hs[0], a.pid)
+	if len(hs) > 0 && hs[0].Pid != a.Pid {
+		t.Errorf("Holders[0] = %+v, want the locker (pid %d) first", hs[0], a.Pid)
 	}
 }
 
@@ -533,7 +375,6 @@ func TestKernelEvidenceNobody(t *testing.T) {
 // question, so a lock taken since the first question is seen; without it,
 // the first reading stands for the run.
 func TestKernelEvidenceFresh(t *testing.T) {
-	exe := testExe(t)
 	dir := t.TempDir()
 	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
 	mkEmpty(t, first, "")
@@ -546,10 +387,10 @@ func TestKernelEvidenceFresh(t *testing.T) {
 			t.Fatalf("Holders(first) = %+v, want none", hs)
 		}
 	}
-	h := startHelper(t, exe, "flock", p, nil)
+	h := testutil.StartHolder(t, "flock", p)
 	procLocksFor(t, dev, ino)
-	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []KernelHolder{{Pid: h.pid, Comm: evComm, How: "flock"}}) {
-		t.Errorf("Fresh: Holders = %+v, want pid %d by flock", hs, h.pid)
+	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []KernelHolder{{Pid: h.Pid, Comm: evComm, How: "flock"}}) {
+		t.Errorf("Fresh: Holders = %+v, want pid %d by flock", hs, h.Pid)
 	}
 	if hs, _ := once.Holders(dev, ino); len(hs) != 0 {
 		t.Errorf("not Fresh: Holders = %+v, want none (the tables are read once per run)", hs)
@@ -562,14 +403,13 @@ func TestKernelEvidenceFresh(t *testing.T) {
 // lock; its pid is dead; the holder is not in the stale index. A lock the
 // kernel shows on the file is evidence of a holder all the same.
 func TestKernelEvidenceFreshInheritedLock(t *testing.T) {
-	exe := testExe(t)
 	dir := t.TempDir()
 	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
 	mkEmpty(t, first, "")
 	mkEmpty(t, p, "")
 	k := &KernelEvidence{Fresh: true}
 	k.Holders(statDevIno(t, first))
-	inheritFlock(t, exe, p)
+	inheritFlock(t, p)
 	dev, ino := statDevIno(t, p)
 	procLocksFor(t, dev, ino)
 	if hs, complete := k.Holders(dev, ino); len(hs) == 0 && complete {
@@ -601,8 +441,8 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 	for _, p := range []string{free, locked, open} {
 		mkEmpty(t, p, "")
 	}
-	lk := startHelper(t, exe, "flock", locked, nil)
-	op := startHelper(t, exe, "open", open, nil)
+	lk := testutil.StartHolder(t, "flock", locked)
+	op := testutil.StartHolder(t, "open", open)
 	var qs []string
 	for _, p := range []string{free, locked, open} {
 		dev, ino := statDevIno(t, p)
@@ -641,8 +481,8 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 		want []KernelHolder
 	}{
 		{"a file nobody holds", nil},
-		{"a file root's process flocks", []KernelHolder{{Pid: lk.pid, Comm: evComm, How: "flock"}}},
-		{fmt.Sprintf("a file root's process (pid %d) only has open", op.pid), nil},
+		{"a file root's process flocks", []KernelHolder{{Pid: lk.Pid, Comm: evComm, How: "flock"}}},
+		{fmt.Sprintf("a file root's process (pid %d) only has open", op.Pid), nil},
 	} {
 		res := got[qs[i]]
 		if res.Complete {
@@ -669,7 +509,7 @@ func TestKernelEvidenceInAPidNamespace(t *testing.T) {
 	exe := testExe(t)
 	p := filepath.Join(t.TempDir(), "x.lock")
 	mkEmpty(t, p, "")
-	startHelper(t, exe, "flock", p, nil)
+	testutil.StartHolder(t, "flock", p)
 	dev, ino := statDevIno(t, p)
 	procLocksFor(t, dev, ino)
 	// --mount-proc makes a private mount namespace: the host's /proc is
@@ -701,7 +541,6 @@ func TestKernelEvidenceInAPidNamespace(t *testing.T) {
 // TestJudgeWithKernelEvidence: the done-when conditions against the real
 // kernel, through scan, as doctor judges: one KernelEvidence for the run.
 func TestJudgeWithKernelEvidence(t *testing.T) {
-	exe := testExe(t)
 	dir := t.TempDir()
 	at := func(n string) string { return filepath.Join(dir, n) }
 	mkEmpty(t, at("empty.lock"), "")
@@ -714,10 +553,10 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 	if err := os.Mkdir(at("freedir.lock"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fl := startHelper(t, exe, "flock", at("empty.lock"), nil)
-	op := startHelper(t, exe, "open", at("zero.lock"), nil)
-	dl := startHelper(t, exe, "flock", at("dir.lock"), nil)
-	px := startHelper(t, exe, "posix", at("posix.lock"), nil)
+	fl := testutil.StartHolder(t, "flock", at("empty.lock"))
+	op := testutil.StartHolder(t, "open", at("zero.lock"))
+	dl := testutil.StartHolder(t, "flock", at("dir.lock"))
+	px := testutil.StartHolder(t, "posix", at("posix.lock"))
 	if d, i := statDevIno(t, at("empty.lock")); len(procLocksFor(t, d, i)) == 0 {
 		t.Fatal("no lock")
 	}
@@ -745,10 +584,10 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 		reason string
 		seen   Seen
 	}{
-		{"empty.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); flock held by pid %d (%s)", fl.pid, evComm), SeenNothing},
-		{"zero.lock", Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.pid, evComm), SeenNothing},
-		{"dir.lock", Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.pid, evComm), SeenNothing},
-		{"posix.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.pid, evComm), SeenNothing},
+		{"empty.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); flock held by pid %d (%s)", fl.Pid, evComm), SeenNothing},
+		{"zero.lock", Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.Pid, evComm), SeenNothing},
+		{"dir.lock", Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.Pid, evComm), SeenNothing},
+		{"posix.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.Pid, evComm), SeenNothing},
 		{"free.lock", Ownerless, "the lock file is empty: no owner was recorded", SeenComplete},
 		{"freedir.lock", Ownerless, "the lock directory is empty and there is no holder file beside it", SeenComplete},
 	} {
