@@ -113,19 +113,6 @@ func feInode(t *testing.T, path string) uint64 {
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
 
-// Records, byte for byte as docs/formats.md lays them out.
-func feRecA(pid int, host string) []byte {
-	return fmt.Appendf(nil, "token \npid %d\ncommand x\nhost %s\n", pid, host)
-}
-
-func feTokenB(pid, n int) string { return fmt.Sprintf("%d.%032x.1", pid, n) }
-
-func feRecB(tok string, pid int, host, scope string) []byte {
-	return fmt.Appendf(nil, "token %s\npid %d\ncommand x\nhost %s\nscope %s\n", tok, pid, host, scope)
-}
-
-func fePidRec(pid int) []byte { return fmt.Appendf(nil, "%d\n", pid) }
-
 // feLock is the part of doctor's JSON document this test reads.
 type feLock struct {
 	Path         string `json:"path"`
@@ -315,17 +302,17 @@ func TestFixMixedRegistry(t *testing.T) {
 		case 0: // generation A: the directory, then its sibling holder
 			lock = at(i, fmt.Sprintf("a%03d.lock", i))
 			feMkdir(t, lock)
-			feWrite(t, lock+".holder", feRecA(pid, host.Name))
+			feWrite(t, lock+".holder", testutil.RecA(pid, host.Name))
 			vanishing += 2
 		case 1: // generation B: holder.<token> inside, this host's scope
 			lock = at(i, fmt.Sprintf("b%03d.lock", i))
 			feMkdir(t, lock)
-			tok := feTokenB(pid, i)
-			feWrite(t, filepath.Join(lock, "holder."+tok), feRecB(tok, pid, host.Name, host.Scope))
+			tok := testutil.TokenB(pid, i)
+			feWrite(t, filepath.Join(lock, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 			vanishing += 2
 		default: // pid file
 			lock = at(i, fmt.Sprintf("p%03d.lock", i))
-			feWrite(t, lock, fePidRec(pid))
+			feWrite(t, lock, testutil.PidRec(pid))
 			vanishing++
 		}
 		want[lock] = kGone
@@ -338,14 +325,14 @@ func TestFixMixedRegistry(t *testing.T) {
 	abGone := at(0, "abandoned-gone.lock")
 	feMkdir(t, abGone)
 	abGoneClaim := fmt.Sprintf("%s.dead.%d.1", abGone, breaker)
-	feWrite(t, abGoneClaim, feRecA(gone[1], host.Name))
+	feWrite(t, abGoneClaim, testutil.RecA(gone[1], host.Name))
 	want[abGone] = kAbandonedGone
 	vanishing += 2
 
 	abLive := at(1, "abandoned-live.lock")
 	feMkdir(t, abLive)
 	abLiveClaim := fmt.Sprintf("%s.dead.%d.2", abLive, breaker)
-	abLiveRec := feRecA(live[0], host.Name)
+	abLiveRec := testutil.RecA(live[0], host.Name)
 	feWrite(t, abLiveClaim, abLiveRec)
 	abLiveIno := feInode(t, abLiveClaim)
 	want[abLive] = kAbandonedLive
@@ -355,15 +342,15 @@ func TestFixMixedRegistry(t *testing.T) {
 	for i, pid := range live {
 		l := at(i, fmt.Sprintf("live-a%d.lock", i))
 		feMkdir(t, l)
-		feWrite(t, l+".holder", feRecA(pid, host.Name))
+		feWrite(t, l+".holder", testutil.RecA(pid, host.Name))
 		want[l] = "live"
 		l = at(i+1, fmt.Sprintf("live-b%d.lock", i))
 		feMkdir(t, l)
-		tok := feTokenB(pid, 1000+i)
-		feWrite(t, filepath.Join(l, "holder."+tok), feRecB(tok, pid, host.Name, host.Scope))
+		tok := testutil.TokenB(pid, 1000+i)
+		feWrite(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 		want[l] = "live"
 		l = at(i+2, fmt.Sprintf("live-p%d.lock", i))
-		feWrite(t, l, fePidRec(pid))
+		feWrite(t, l, testutil.PidRec(pid))
 		want[l] = "live"
 	}
 	l := at(2, "ownerless-dir.lock")
@@ -378,18 +365,18 @@ func TestFixMixedRegistry(t *testing.T) {
 	// Foreign, naming gone pids: here they prove nothing.
 	l = at(0, "foreign-a.lock")
 	feMkdir(t, l)
-	feWrite(t, l+".holder", feRecA(gone[2], "elsewhere"))
+	feWrite(t, l+".holder", testutil.RecA(gone[2], "elsewhere"))
 	want[l] = "foreign"
 	l = at(1, "foreign-b.lock")
 	feMkdir(t, l)
-	tok := feTokenB(gone[3], 2000)
-	feWrite(t, filepath.Join(l, "holder."+tok), feRecB(tok, gone[3], host.Name, feOtherScope(host.Scope)))
+	tok := testutil.TokenB(gone[3], 2000)
+	feWrite(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, gone[3], host.Name, feOtherScope(host.Scope)))
 	want[l] = "foreign"
 	// Recycled: a pid file naming a live sleep, written an hour before it
 	// started.
 	written := time.Now().Add(-time.Hour)
 	l = at(2, "recycled.lock")
-	feWrite(t, l, fePidRec(testutil.Sleeper(t).Process.Pid))
+	feWrite(t, l, testutil.PidRec(testutil.Sleeper(t).Process.Pid))
 	if err := os.Chtimes(l, written, written); err != nil {
 		t.Fatal(err)
 	}

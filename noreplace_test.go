@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -113,13 +114,13 @@ func TestFixWithoutNoReplace(t *testing.T) {
 	gone := r.gonePid()
 	// Generation A, generation B, a pid file, and lockctl's own lock.
 	feMkdir(t, filepath.Join(dir, "a.lock"))
-	feWrite(t, filepath.Join(dir, "a.lock.holder"), feRecA(gone, host.Name))
+	feWrite(t, filepath.Join(dir, "a.lock.holder"), testutil.RecA(gone, host.Name))
 	if host.Scope != "" {
-		tok := feTokenB(gone, 1)
+		tok := testutil.TokenB(gone, 1)
 		feMkdir(t, filepath.Join(dir, "b.lock"))
-		feWrite(t, filepath.Join(dir, "b.lock", "holder."+tok), feRecB(tok, gone, host.Name, host.Scope))
+		feWrite(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
 	}
-	feWrite(t, filepath.Join(dir, "p.lock"), fePidRec(gone))
+	feWrite(t, filepath.Join(dir, "p.lock"), testutil.PidRec(gone))
 	s := r.sleeper()
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "own.lock"))
 	s.kill()

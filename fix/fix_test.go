@@ -25,20 +25,20 @@ import (
 type maker func(t *testing.T, h verdict.Host, dir string, pid int) (lock, record string, rec []byte)
 
 func makeA(t *testing.T, h verdict.Host, dir string, pid int) (string, string, []byte) {
-	rec := recA(pid, h.Name)
+	rec := testutil.RecA(pid, h.Name)
 	lock := mkGenA(t, dir, "x.lock", rec)
 	return lock, lock + ".holder", rec
 }
 
 func makeB(t *testing.T, h verdict.Host, dir string, pid int) (string, string, []byte) {
-	tok := tokenB(pid, 7)
-	rec := recB(tok, pid, h.Name, h.Scope)
+	tok := testutil.TokenB(pid, 7)
+	rec := testutil.RecB(tok, pid, h.Name, h.Scope)
 	lock := mkGenB(t, dir, "x.lock", tok, rec)
 	return lock, filepath.Join(lock, "holder."+tok), rec
 }
 
 func makePid(t *testing.T, _ verdict.Host, dir string, pid int) (string, string, []byte) {
-	rec := pidRec(pid)
+	rec := testutil.PidRec(pid)
 	lock := mkFile(t, dir, "x.lock", rec)
 	return lock, lock, rec
 }
@@ -130,7 +130,7 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 		{"ownerless registry-a holder older than its directory", verdict.Ownerless, func(t *testing.T, dir string) string {
 			// A gone holder's record left beside a directory made since by
 			// someone who has not written a record yet.
-			lock := mkGenA(t, dir, "x.lock", recA(gone, host.Name))
+			lock := mkGenA(t, dir, "x.lock", testutil.RecA(gone, host.Name))
 			old := time.Now().Add(-time.Hour)
 			if err := os.Chtimes(lock+".holder", old, old); err != nil {
 				t.Fatal(err)
@@ -141,12 +141,12 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 			return mkGenA(t, dir, "x.lock", fmt.Appendf(nil, "pid %d\n", gone))
 		}},
 		{"foreign host", verdict.Foreign, func(t *testing.T, dir string) string {
-			return mkGenA(t, dir, "x.lock", recA(gone, "elsewhere"))
+			return mkGenA(t, dir, "x.lock", testutil.RecA(gone, "elsewhere"))
 		}},
 		{"foreign scope", verdict.Foreign, func(t *testing.T, dir string) string {
-			tok := tokenB(gone, 1)
+			tok := testutil.TokenB(gone, 1)
 			scope := verdict.ScopeDigest("another-machine", host.BootID, host.PidNS)
-			return mkGenB(t, dir, "x.lock", tok, recB(tok, gone, host.Name, scope))
+			return mkGenB(t, dir, "x.lock", tok, testutil.RecB(tok, gone, host.Name, scope))
 		}},
 		{"unknown pid -1", verdict.Unknown, func(t *testing.T, dir string) string {
 			return mkGenA(t, dir, "x.lock", []byte("token \npid -1\ncommand x\nhost "+host.Name+"\n"))
@@ -155,7 +155,7 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 			return mkFile(t, dir, "x.lock", []byte("-1\n"))
 		}},
 		{"unknown registry-b without scope", verdict.Unknown, func(t *testing.T, dir string) string {
-			tok := tokenB(gone, 2)
+			tok := testutil.TokenB(gone, 2)
 			rec := fmt.Appendf(nil, "token %s\npid %d\ncommand x\nhost %s\n", tok, gone, host.Name)
 			return mkGenB(t, dir, "x.lock", tok, rec)
 		}},
@@ -198,11 +198,11 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 		change func(t *testing.T, path string, old []byte) ([]byte, uint64)
 	}{
 		{"registry-a, a new record renamed over it", makeA, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := recA(live, host.Name)
+			rec := testutil.RecA(live, host.Name)
 			return rec, replaceFile(t, path, rec)
 		}},
 		{"registry-a, rewritten in place", makeA, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := recA(live, host.Name)
+			rec := testutil.RecA(live, host.Name)
 			writeFile(t, path, rec)
 			return rec, inode(t, path)
 		}},
@@ -210,11 +210,11 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 			return old, replaceFile(t, path, old)
 		}},
 		{"pid, a new lock file renamed over it", makePid, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := pidRec(live)
+			rec := testutil.PidRec(live)
 			return rec, replaceFile(t, path, rec)
 		}},
 		{"pid, rewritten in place", makePid, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := pidRec(live)
+			rec := testutil.PidRec(live)
 			writeFile(t, path, rec)
 			return rec, inode(t, path)
 		}},
@@ -254,7 +254,7 @@ func TestNewOwnerAfterClaim(t *testing.T) {
 	dir := tempDir(t)
 	lock, _, _ := makePid(t, host, dir, testutil.Gone(t))
 	res := judge(t, dir, lock, verdict.Gone)
-	rec := pidRec(testutil.Sleeper(t).Process.Pid)
+	rec := testutil.PidRec(testutil.Sleeper(t).Process.Pid)
 	var ino uint64
 	f := fix.New(host)
 	f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceFile(t, lock, rec) })
@@ -341,7 +341,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		lock, record, old := makeA(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, record)
-		rec := recA(live, host.Name)
+		rec := testutil.RecA(live, host.Name)
 		intruder := filepath.Join(lock, "intruder")
 		var ino uint64
 		f := fix.New(host)
@@ -384,7 +384,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		lock, _, old := makePid(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, lock)
-		rec := pidRec(live)
+		rec := testutil.PidRec(live)
 		var ino uint64
 		f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: runningProbe{}}, Pid: os.Getpid()}
 		f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) {
@@ -476,7 +476,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
-		rec := recA(testutil.Gone(t), host.Name)
+		rec := testutil.RecA(testutil.Gone(t), host.Name)
 		writeFile(t, claim, rec)
 		res := judge(t, dir, lock, verdict.Claimed)
 		var ino uint64
@@ -553,7 +553,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("registry-a, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), recA(testutil.Gone(t), host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -567,8 +567,8 @@ func TestAbandonedBreak(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
-		tok := tokenB(pid, 3)
-		writeFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), recB(tok, pid, host.Name, host.Scope))
+		tok := testutil.TokenB(pid, 3)
+		writeFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -581,7 +581,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("pid, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := filepath.Join(dir, "x.lock")
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), pidRec(testutil.Gone(t)))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.PidRec(testutil.Gone(t)))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -601,18 +601,18 @@ func TestAbandonedBreak(t *testing.T) {
 		{"registry-a", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := mkGenA(t, dir, "x.lock", nil)
 			claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
-			return lock, claim, recA(live, host.Name), lock + ".holder"
+			return lock, claim, testutil.RecA(live, host.Name), lock + ".holder"
 		}},
 		{"registry-b", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := mkGenA(t, dir, "x.lock", nil)
-			tok := tokenB(live, 4)
+			tok := testutil.TokenB(live, 4)
 			claim := fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t))
-			return lock, claim, recB(tok, live, host.Name, host.Scope), filepath.Join(lock, "holder."+tok)
+			return lock, claim, testutil.RecB(tok, live, host.Name, host.Scope), filepath.Join(lock, "holder."+tok)
 		}},
 		{"pid", func(t *testing.T, dir string) (string, string, []byte, string) {
 			lock := filepath.Join(dir, "x.lock")
 			claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
-			return lock, claim, pidRec(live), lock
+			return lock, claim, testutil.PidRec(live), lock
 		}},
 	}
 	for _, tt := range restored {
@@ -659,7 +659,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("breaker alive", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), recA(testutil.Gone(t), host.Name))
+		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := snapshot(t, dir)
 
@@ -680,7 +680,7 @@ func TestAbandonedRelease(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), recA(pid, host.Name))
+		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -694,8 +694,8 @@ func TestAbandonedRelease(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
-		tok := tokenB(pid, 5)
-		writeFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), recB(tok, pid, host.Name, host.Scope))
+		tok := testutil.TokenB(pid, 5)
+		writeFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -709,7 +709,7 @@ func TestAbandonedRelease(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Sleeper(t).Process.Pid
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), recA(pid, host.Name))
+		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := snapshot(t, dir)
 
@@ -731,7 +731,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	// out/sub/x.lock, outside the registry.
 	setup := func(t *testing.T) (reg, out, lock string, res verdict.Result) {
 		reg, out = tempDir(t), tempDir(t)
-		rec := recA(testutil.Gone(t), host.Name)
+		rec := testutil.RecA(testutil.Gone(t), host.Name)
 		mkdir(t, filepath.Join(reg, "sub"))
 		mkdir(t, filepath.Join(out, "sub"))
 		lock = mkGenA(t, filepath.Join(reg, "sub"), "x.lock", rec)
@@ -796,8 +796,8 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	t.Run("registry-b lock directory swapped for a link outside", func(t *testing.T) {
 		reg, out := tempDir(t), tempDir(t)
 		pid := testutil.Gone(t)
-		tok := tokenB(pid, 6)
-		rec := recB(tok, pid, host.Name, host.Scope)
+		tok := testutil.TokenB(pid, 6)
+		rec := testutil.RecB(tok, pid, host.Name, host.Scope)
 		mkdir(t, filepath.Join(reg, "sub"))
 		mkdir(t, filepath.Join(out, "sub"))
 		lock := mkGenB(t, filepath.Join(reg, "sub"), "x.lock", tok, rec)
@@ -850,8 +850,8 @@ func TestGenBExtrasKept(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
 			pid := testutil.Gone(t)
-			tok := tokenB(pid, 8)
-			lock := mkGenB(t, dir, "x.lock", tok, recB(tok, pid, host.Name, host.Scope, tt.more...))
+			tok := testutil.TokenB(pid, 8)
+			lock := mkGenB(t, dir, "x.lock", tok, testutil.RecB(tok, pid, host.Name, host.Scope, tt.more...))
 			tt.extra(t, lock, tok)
 			res := judge(t, dir, lock, verdict.Gone)
 			before := snapshot(t, dir)

@@ -51,25 +51,8 @@ func tempDir(t *testing.T) string {
 	return must(filepath.EvalSymlinks(t.TempDir()))
 }
 
-// recA is a generation A holder record with an empty token.
-func recA(pid int, host string) []byte {
-	return fmt.Appendf(nil, "token \npid %d\ncommand x\nhost %s\n", pid, host)
-}
-
-// tokenB is a generation B token for pid; n makes it unique.
-func tokenB(pid, n int) string { return fmt.Sprintf("%d.%032x.1", pid, n) }
-
-// recB is a generation B holder record with a scope line and, optionally,
-// further lines (e.g. "break no").
-func recB(tok string, pid int, host, scope string, more ...string) []byte {
-	b := fmt.Appendf(nil, "token %s\npid %d\ncommand x\nhost %s\nscope %s\n", tok, pid, host, scope)
-	for _, m := range more {
-		b = append(b, m+"\n"...)
-	}
-	return b
-}
-
-func pidRec(pid int) []byte  { return fmt.Appendf(nil, "%d\n", pid) }
+// uucpRec is the record of a UUCP lock file: the pid right-aligned in ten
+// columns and a newline.
 func uucpRec(pid int) []byte { return fmt.Appendf(nil, "%10d\n", pid) }
 
 func writeFile(t *testing.T, path string, data []byte) {

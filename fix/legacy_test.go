@@ -230,7 +230,7 @@ func TestLegacySweep(t *testing.T) {
 			lock: legacyLock{"b.lock", func(t *testing.T, p string) {
 				mkdir(t, p)
 				g := testutil.Gone(t)
-				writeFile(t, filepath.Join(p, "writer."+tokenB(g, 1)+"."+strconv.Itoa(g)), nil)
+				writeFile(t, filepath.Join(p, "writer."+testutil.TokenB(g, 1)+"."+strconv.Itoa(g)), nil)
 			}},
 			want: fix.Kept, reason: "side files or other entries sit with it",
 		},

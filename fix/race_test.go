@@ -53,12 +53,12 @@ func TestRacingFixers(t *testing.T) {
 		var lock string
 		switch i % 3 {
 		case 0:
-			lock = mkGenA(t, sub, fmt.Sprintf("a%02d.lock", i), recA(pid, host.Name))
+			lock = mkGenA(t, sub, fmt.Sprintf("a%02d.lock", i), testutil.RecA(pid, host.Name))
 		case 1:
-			tok := tokenB(pid, i)
-			lock = mkGenB(t, sub, fmt.Sprintf("b%02d.lock", i), tok, recB(tok, pid, host.Name, host.Scope))
+			tok := testutil.TokenB(pid, i)
+			lock = mkGenB(t, sub, fmt.Sprintf("b%02d.lock", i), tok, testutil.RecB(tok, pid, host.Name, host.Scope))
 		default:
-			rec := pidRec(pid)
+			rec := testutil.PidRec(pid)
 			if i%2 == 0 {
 				rec = uucpRec(pid)
 			}
@@ -68,14 +68,14 @@ func TestRacingFixers(t *testing.T) {
 	}
 	keep := filepath.Join(reg, "team0")
 	for i, pid := range live {
-		mkGenA(t, keep, fmt.Sprintf("live-a%d.lock", i), recA(pid, host.Name))
-		tok := tokenB(pid, 100+i)
-		mkGenB(t, keep, fmt.Sprintf("live-b%d.lock", i), tok, recB(tok, pid, host.Name, host.Scope))
-		mkFile(t, keep, fmt.Sprintf("live-p%d.lock", i), pidRec(pid))
+		mkGenA(t, keep, fmt.Sprintf("live-a%d.lock", i), testutil.RecA(pid, host.Name))
+		tok := testutil.TokenB(pid, 100+i)
+		mkGenB(t, keep, fmt.Sprintf("live-b%d.lock", i), tok, testutil.RecB(tok, pid, host.Name, host.Scope))
+		mkFile(t, keep, fmt.Sprintf("live-p%d.lock", i), testutil.PidRec(pid))
 	}
 	mkGenA(t, keep, "ownerless-dir.lock", nil)
 	mkFile(t, keep, "ownerless.lock", []byte("0\n"))
-	mkGenA(t, keep, "foreign.lock", recA(gone[0], "elsewhere"))
+	mkGenA(t, keep, "foreign.lock", testutil.RecA(gone[0], "elsewhere"))
 
 	judgedGone := 0
 	for p, res := range judgeAll(t, reg) {
