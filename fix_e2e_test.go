@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,50 +44,6 @@ const (
 	feGoneLocks = 190
 	feSweepers  = 4
 )
-
-// feEntry is what a snapshot keeps of one directory entry.
-type feEntry struct {
-	ino  uint64
-	mode fs.FileMode
-	data string // a regular file's bytes
-}
-
-// feSnapshot records every entry under root, root excluded, by path
-// relative to root, without following symbolic links.
-func feSnapshot(t *testing.T, root string) map[string]feEntry {
-	t.Helper()
-	out := map[string]feEntry{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		e := feEntry{ino: fi.Sys().(*syscall.Stat_t).Ino, mode: fi.Mode()}
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			e.data = string(b)
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		out[rel] = e
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("snapshot %s: %v", root, err)
-	}
-	return out
-}
 
 func feWrite(t *testing.T, path string, data []byte) {
 	t.Helper()
@@ -382,7 +337,7 @@ func TestFixMixedRegistry(t *testing.T) {
 	}
 	want[l] = "recycled"
 
-	before := feSnapshot(t, reg)
+	before := testutil.Snapshot(t, reg)
 
 	// The fixture must be what it claims to be: doctor without --fix
 	// judges every lock as intended (and changes nothing; checked below).
@@ -496,7 +451,7 @@ func TestFixMixedRegistry(t *testing.T) {
 	// records and claims; abandoned break (2)'s record is back at
 	// <lock>.holder, the very inode and bytes claimed; everything else is
 	// exactly as it was, and nothing new (no claim debris) appeared.
-	expect := map[string]feEntry{}
+	expect := map[string]testutil.Entry{}
 	vanish := map[string]bool{}
 	for p, e := range before {
 		abs := filepath.Join(reg, p)
@@ -517,25 +472,12 @@ func TestFixMixedRegistry(t *testing.T) {
 		expect[p] = e
 	}
 	rel := func(abs string) string { r, _ := filepath.Rel(reg, abs); return r }
-	expect[rel(abLive+".holder")] = feEntry{ino: abLiveIno, mode: before[rel(abLiveClaim)].mode, data: string(abLiveRec)}
+	expect[rel(abLive+".holder")] = testutil.Entry{Ino: abLiveIno, Mode: before[rel(abLiveClaim)].Mode, Data: string(abLiveRec)}
 	if len(vanish) != vanishing {
 		t.Fatalf("test bug: %d entries expected to vanish, but %d were made to", len(vanish), vanishing)
 	}
-	after := feSnapshot(t, reg)
+	after := testutil.Snapshot(t, reg)
 	var diffs []string
-	for p, e := range expect {
-		a, ok := after[p]
-		switch {
-		case !ok:
-			diffs = append(diffs, fmt.Sprintf("%s was removed", p))
-		case a.ino != e.ino:
-			diffs = append(diffs, fmt.Sprintf("%s is inode %d, was %d", p, a.ino, e.ino))
-		case a.mode != e.mode:
-			diffs = append(diffs, fmt.Sprintf("%s has mode %v, was %v", p, a.mode, e.mode))
-		case a.data != e.data:
-			diffs = append(diffs, fmt.Sprintf("%s holds %q, was %q", p, a.data, e.data))
-		}
-	}
 	for p := range after {
 		if _, ok := expect[p]; ok {
 			continue
@@ -548,7 +490,9 @@ func TestFixMixedRegistry(t *testing.T) {
 			what += " (claim debris)"
 		}
 		diffs = append(diffs, fmt.Sprintf("%s %s", p, what))
+		delete(after, p) // reported here, with what it is; Diff would say only "appeared"
 	}
+	diffs = append(diffs, testutil.Diff(expect, after)...)
 	sort.Strings(diffs)
 	for _, d := range diffs {
 		t.Errorf("%s: %s", reg, d)

@@ -41,7 +41,7 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 		p1, live := testutil.Gone(t), testutil.Sleeper(t).Process.Pid
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), testutil.RecA(p1, host.Name))
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, live), testutil.RecA(live, host.Name))
-		before := snapshot(t, dir)
+		before := testutil.Snapshot(t, dir)
 		res := judge(t, dir, lock, verdict.Claimed)
 		if len(res.Remove) != 0 {
 			t.Fatalf("Judge(%s).Remove = %v, want none while a releaser runs", lock, res.Remove)
@@ -50,6 +50,6 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 		o := fix.New(host).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "")
-		sameTree(t, dir, before)
+		testutil.SameTree(t, dir, before)
 	})
 }

@@ -173,12 +173,12 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 			dir := tempDir(t)
 			lock := tt.make(t, dir)
 			res := judge(t, dir, lock, tt.want)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 
 			o := fix.New(host).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Skipped, "")
-			sameTree(t, dir, before)
+			testutil.SameTree(t, dir, before)
 		})
 	}
 }
@@ -280,7 +280,7 @@ func TestJudgeAgain(t *testing.T) {
 			dir := tempDir(t)
 			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 			f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: runningProbe{}}, Pid: os.Getpid()}
 
 			o := f.Fix(res)
@@ -289,7 +289,7 @@ func TestJudgeAgain(t *testing.T) {
 			if o.Conflict != "" {
 				t.Errorf("Fix(%s).Conflict = %q, want none", lock, o.Conflict)
 			}
-			sameTree(t, dir, before)
+			testutil.SameTree(t, dir, before)
 		})
 	}
 }
@@ -661,12 +661,12 @@ func TestAbandonedBreak(t *testing.T) {
 		lock := mkGenA(t, dir, "x.lock", nil)
 		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
-		before := snapshot(t, dir)
+		before := testutil.Snapshot(t, dir)
 
 		o := fix.New(host).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "under way")
-		sameTree(t, dir, before)
+		testutil.SameTree(t, dir, before)
 	})
 }
 
@@ -711,12 +711,12 @@ func TestAbandonedRelease(t *testing.T) {
 		pid := testutil.Sleeper(t).Process.Pid
 		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
-		before := snapshot(t, dir)
+		before := testutil.Snapshot(t, dir)
 
 		o := fix.New(host).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "")
-		sameTree(t, dir, before)
+		testutil.SameTree(t, dir, before)
 	})
 }
 
@@ -740,8 +740,8 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	}
 	t.Run("registry directory swapped for a link to a copy outside", func(t *testing.T) {
 		reg, out, lock, res := setup(t)
-		outside := snapshot(t, out)
-		moved := snapshot(t, filepath.Join(reg, "sub"))
+		outside := testutil.Snapshot(t, out)
+		moved := testutil.Snapshot(t, filepath.Join(reg, "sub"))
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, filepath.Join(reg, "sub"), filepath.Join(reg, "sub.moved"), filepath.Join(out, "sub"))
@@ -750,13 +750,13 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		o := f.Fix(res)
 
 		wantOutcome(t, lock, o, fix.Kept, "cannot open the registry directory")
-		sameTree(t, out, outside)
-		sameTree(t, filepath.Join(reg, "sub.moved"), moved)
+		testutil.SameTree(t, out, outside)
+		testutil.SameTree(t, filepath.Join(reg, "sub.moved"), moved)
 	})
 	t.Run("registry directory moved outside, a link left to it", func(t *testing.T) {
 		reg, _, lock, res := setup(t)
 		away := filepath.Join(tempDir(t), "sub")
-		moved := snapshot(t, filepath.Join(reg, "sub"))
+		moved := testutil.Snapshot(t, filepath.Join(reg, "sub"))
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, filepath.Join(reg, "sub"), away, away)
@@ -765,11 +765,11 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		o := f.Fix(res)
 
 		wantOutcome(t, lock, o, fix.Kept, "cannot open the registry directory")
-		sameTree(t, away, moved)
+		testutil.SameTree(t, away, moved)
 	})
 	t.Run("holder swapped for a link to one outside", func(t *testing.T) {
 		reg, out, lock, res := setup(t)
-		outside := snapshot(t, out)
+		outside := testutil.Snapshot(t, out)
 		target := filepath.Join(out, "sub", "x.lock.holder")
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) {
@@ -784,7 +784,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		o := f.Fix(res)
 
 		wantOutcome(t, lock, o, fix.Kept, "the record was put back")
-		sameTree(t, out, outside)
+		testutil.SameTree(t, out, outside)
 		if got, err := os.Readlink(lock + ".holder"); err != nil || got != target {
 			t.Errorf("%s.holder = link to %q (%v), want the link to %s back in place", lock, got, err, target)
 		}
@@ -803,7 +803,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		lock := mkGenB(t, filepath.Join(reg, "sub"), "x.lock", tok, rec)
 		mkGenB(t, filepath.Join(out, "sub"), "x.lock", tok, rec)
 		res := judge(t, reg, lock, verdict.Gone)
-		outside := snapshot(t, out)
+		outside := testutil.Snapshot(t, out)
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, lock, lock+".moved", filepath.Join(out, "sub", "x.lock"))
@@ -812,7 +812,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		o := f.Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "replaced since it was judged")
-		sameTree(t, out, outside)
+		testutil.SameTree(t, out, outside)
 	})
 }
 
@@ -854,12 +854,12 @@ func TestGenBExtrasKept(t *testing.T) {
 			lock := mkGenB(t, dir, "x.lock", tok, testutil.RecB(tok, pid, host.Name, host.Scope, tt.more...))
 			tt.extra(t, lock, tok)
 			res := judge(t, dir, lock, verdict.Gone)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 
 			o := fix.New(host).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Kept, tt.reason)
-			sameTree(t, dir, before)
+			testutil.SameTree(t, dir, before)
 		})
 	}
 }

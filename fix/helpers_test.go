@@ -4,7 +4,6 @@ package fix_test
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,12 +13,14 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
-// Fixtures for the fix tests. Holders are real processes, from
-// internal/testutil: live (Sleeper), gone (Gone) or a zombie (Zombie).
+// Fixtures for the fix tests. Holders (real processes: testutil.Sleeper,
+// Gone, Zombie), holder records and tree snapshots come from
+// internal/testutil; what is here serves the fix tests alone.
 
 func must[T any](v T, err error) T {
 	if err != nil {
@@ -162,81 +163,11 @@ func at(t *testing.T, step fix.Step, do func(*scan.Lock)) func(fix.Step, *scan.L
 	}
 }
 
-// entry is what a snapshot keeps of one directory entry.
-type entry struct {
-	Ino  uint64
-	Mode fs.FileMode
-	Data string // a file's bytes, a symbolic link's target
-}
-
-// snapshot records every entry under root, root included, without
-// following symbolic links: path → inode, mode and content.
-func snapshot(t *testing.T, root string) map[string]entry {
-	t.Helper()
-	out := map[string]entry{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		e := entry{Ino: fi.Sys().(*syscall.Stat_t).Ino, Mode: fi.Mode()}
-		switch {
-		case fi.Mode().IsRegular():
-			e.Data = string(must(os.ReadFile(p)))
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.Data = must(os.Readlink(p))
-		}
-		rel := must(filepath.Rel(root, p))
-		out[rel] = e
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("snapshot %s: %v", root, err)
-	}
-	return out
-}
-
-// sameTree fails the test unless root now looks exactly as in before.
-func sameTree(t *testing.T, root string, before map[string]entry) {
-	t.Helper()
-	after := snapshot(t, root)
-	for _, d := range diffTree(before, after) {
-		t.Errorf("%s: %s", root, d)
-	}
-}
-
-func diffTree(before, after map[string]entry) []string {
-	var out []string
-	for p, b := range before {
-		a, ok := after[p]
-		switch {
-		case !ok:
-			out = append(out, fmt.Sprintf("%s was removed", p))
-		case a.Ino != b.Ino:
-			out = append(out, fmt.Sprintf("%s is inode %d, was %d", p, a.Ino, b.Ino))
-		case a.Mode != b.Mode:
-			out = append(out, fmt.Sprintf("%s has mode %v, was %v", p, a.Mode, b.Mode))
-		case a.Data != b.Data:
-			out = append(out, fmt.Sprintf("%s holds %q, was %q", p, a.Data, b.Data))
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			out = append(out, fmt.Sprintf("%s appeared", p))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // names lists the entries under root (relative, sorted), root excluded.
 func names(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	for p := range snapshot(t, root) {
+	for p := range testutil.Snapshot(t, root) {
 		if p != "." {
 			out = append(out, p)
 		}

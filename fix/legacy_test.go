@@ -185,7 +185,7 @@ func TestLegacyFixAloneNeverSweeps(t *testing.T) {
 		l.make(t, p)
 		age(t, p)
 	}
-	before := snapshot(t, reg)
+	before := testutil.Snapshot(t, reg)
 	f := fix.New(localHost())
 	for _, l := range locks {
 		p := filepath.Join(reg, l.name)
@@ -193,7 +193,7 @@ func TestLegacyFixAloneNeverSweeps(t *testing.T) {
 		o := f.Fix(res)
 		wantOutcome(t, p, o, fix.Skipped, "this one is ownerless")
 	}
-	sameTree(t, reg, before)
+	testutil.SameTree(t, reg, before)
 }
 
 // TestLegacySweep: with --legacy-older-than 1h, an unheld owner-less lock
@@ -245,12 +245,12 @@ func TestLegacySweep(t *testing.T) {
 					age(t, p+".holder")
 				}
 			}
-			before := snapshot(t, reg)
+			before := testutil.Snapshot(t, reg)
 			res := judgeEv(t, reg, p, verdict.Ownerless)
 			o := sweptLegacy(t, reg, res, nil)
 			wantOutcome(t, p, o, tc.want, tc.reason)
 			if tc.want != fix.Removed {
-				sameTree(t, reg, before)
+				testutil.SameTree(t, reg, before)
 				return
 			}
 			if exists(p) {
@@ -285,13 +285,13 @@ func TestLegacyHeldIsNotSwept(t *testing.T) {
 			tc.lock.make(t, p)
 			pid := tc.hold(t, p)
 			age(t, p)
-			before := snapshot(t, reg)
+			before := testutil.Snapshot(t, reg)
 			res := judgeEv(t, reg, p, verdict.Live)
 			if want := fmt.Sprintf("; %s by pid %d (%s)", tc.how, pid, holderComm); !strings.HasSuffix(res.Reason, want) {
 				t.Errorf("Judge(%s).Reason = %q, want it to end %q", p, res.Reason, want)
 			}
 			wantOutcome(t, p, f.Fix(res), fix.Skipped, "this one is live")
-			sameTree(t, reg, before)
+			testutil.SameTree(t, reg, before)
 		})
 	}
 }
@@ -317,11 +317,11 @@ func TestLegacyKeptWhereUnsure(t *testing.T) {
 				p := filepath.Join(reg, l.name)
 				l.make(t, p)
 				age(t, p)
-				before := snapshot(t, reg)
+				before := testutil.Snapshot(t, reg)
 				res := judgeEv(t, reg, p, verdict.Ownerless)
 				tc.change(&res)
 				wantOutcome(t, p, f.Fix(res), fix.Kept, tc.reason)
-				sameTree(t, reg, before)
+				testutil.SameTree(t, reg, before)
 			})
 		}
 	}
@@ -332,10 +332,10 @@ func TestLegacyKeptWhereUnsure(t *testing.T) {
 		p := filepath.Join(reg, "x.lock")
 		mkdir(t, p)
 		age(t, p)
-		before := snapshot(t, reg)
+		before := testutil.Snapshot(t, reg)
 		res := judge(t, reg, p, verdict.Ownerless)
 		wantOutcome(t, p, f.Fix(res), fix.Kept, "the kernel was not asked")
-		sameTree(t, reg, before)
+		testutil.SameTree(t, reg, before)
 	})
 }
 
@@ -370,7 +370,7 @@ func TestLegacyTakenAfterTheClaim(t *testing.T) {
 			p := filepath.Join(reg, tc.lock.name)
 			tc.lock.make(t, p)
 			age(t, p)
-			before := snapshot(t, reg)
+			before := testutil.Snapshot(t, reg)
 			res := judgeEv(t, reg, p, verdict.Ownerless)
 			var pid int
 			f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) {
@@ -384,7 +384,7 @@ func TestLegacyTakenAfterTheClaim(t *testing.T) {
 			if !strings.Contains(o.Reason, "by pid "+strconv.Itoa(pid)) || !strings.Contains(o.Reason, "the record was put back") {
 				t.Errorf("Fix(%s).Reason = %q, want it to name pid %d and say the lock was put back", p, o.Reason, pid)
 			}
-			sameTree(t, reg, before)
+			testutil.SameTree(t, reg, before)
 		})
 	}
 }
@@ -422,10 +422,10 @@ func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
 	age(t, second)
 	r2 := judgeEv(t, reg, second, verdict.Ownerless)
 	f := earlierSweep(t, reg, first)
-	before := snapshot(t, reg)
+	before := testutil.Snapshot(t, reg)
 	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { testutil.StartHolder(t, "flock", claimOf(t, second)) })
 	wantOutcome(t, second, f.Fix(r2), fix.Kept, "judged again, it is live")
-	sameTree(t, reg, before)
+	testutil.SameTree(t, reg, before)
 }
 
 // TestLegacyInheritedLockAfterAnEarlierSweep: as above, but the lock is
@@ -442,10 +442,10 @@ func TestLegacyInheritedLockAfterAnEarlierSweep(t *testing.T) {
 	age(t, second)
 	r2 := judgeEv(t, reg, second, verdict.Ownerless)
 	f := earlierSweep(t, reg, first)
-	before := snapshot(t, reg)
+	before := testutil.Snapshot(t, reg)
 	f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { inheritedFlock(t, second) })
 	wantOutcome(t, second, f.Fix(r2), fix.Kept, "judged again, it is live")
-	sameTree(t, reg, before)
+	testutil.SameTree(t, reg, before)
 }
 
 // TestLegacyDirFilledAfterTheClaim: something is put into the claimed
@@ -527,11 +527,11 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		p := filepath.Join(reg, "x.lock")
 		mkdir(t, p)
 		age(t, p)
-		before := snapshot(t, reg)
+		before := testutil.Snapshot(t, reg)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { testutil.StartHolder(t, "flock", p) })
 		wantOutcome(t, p, f.Fix(res), fix.Kept, "judged again, it is live")
-		sameTree(t, reg, before)
+		testutil.SameTree(t, reg, before)
 	})
 }
 
@@ -559,13 +559,13 @@ func TestLegacyChangedBeforeOpen(t *testing.T) {
 		writeFile(t, p, nil)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
-		var before map[string]entry
+		var before map[string]testutil.Entry
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			now := time.Now()
 			must(0, os.Chtimes(p, now, now))
-			before = snapshot(t, reg)
+			before = testutil.Snapshot(t, reg)
 		})
 		wantOutcome(t, p, f.Fix(res), fix.Skipped, "changed since it was judged")
-		sameTree(t, reg, before)
+		testutil.SameTree(t, reg, before)
 	})
 }

@@ -31,7 +31,7 @@ func TestSweepWithoutProbe(t *testing.T) {
 			dir := tempDir(t)
 			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 
 			f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: verdict.NoProbe{}, Evidence: verdict.NoEvidence{}}, Pid: os.Getpid()}
 			o := f.Fix(res)
@@ -39,7 +39,7 @@ func TestSweepWithoutProbe(t *testing.T) {
 			if o.Action == fix.Removed {
 				t.Errorf("Fix(%s) = %s (%s) without a probe, want nothing removed", lock, o.Action, o.Reason)
 			}
-			sameTree(t, dir, before)
+			testutil.SameTree(t, dir, before)
 		})
 	}
 }

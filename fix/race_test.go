@@ -89,7 +89,7 @@ func TestRacingFixers(t *testing.T) {
 	if judgedGone != len(goneLocks) {
 		t.Fatalf("fixture: %d locks judged gone, want %d", judgedGone, len(goneLocks))
 	}
-	before := snapshot(t, reg)
+	before := testutil.Snapshot(t, reg)
 
 	type child struct {
 		cmd    *exec.Cmd
@@ -188,14 +188,14 @@ func TestRacingFixers(t *testing.T) {
 	}
 
 	// Everything but the gone locks is exactly as it was; nothing new.
-	want := map[string]entry{}
+	want := map[string]testutil.Entry{}
 	for p, e := range before {
 		abs := filepath.Join(reg, p)
 		if !goneLocks[abs] && !goneLocks[filepath.Dir(abs)] && !goneLocks[strings.TrimSuffix(abs, ".holder")] {
 			want[p] = e
 		}
 	}
-	for _, d := range diffTree(want, snapshot(t, reg)) {
+	for _, d := range testutil.Diff(want, testutil.Snapshot(t, reg)) {
 		t.Errorf("%s: %s", reg, d)
 	}
 	noDebris(t, reg)

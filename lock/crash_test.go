@@ -107,10 +107,10 @@ func bystander(t *testing.T, dir string) (check func()) {
 	if _, err := Acquire(context.Background(), m, Options{Pid: s.Process.Pid, Command: "bystander"}); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, m)
+	before := testutil.Snapshot(t, m)
 	return func() {
 		t.Helper()
-		sameTree(t, m, before)
+		testutil.Untouched(t, m, before)
 		if r := judge(t, m); r.Verdict != verdict.Live {
 			t.Errorf("the bystander lock is judged %s (%s), want live", r.Verdict, r.Reason)
 		}

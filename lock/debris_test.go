@@ -40,11 +40,11 @@ func TestReleaseForBesideClaimedRecord(t *testing.T) {
 	pid := s.Process.Pid
 	killedAt(t, p, ReleaseClaimed, pid) // the holder's release, killed after its claim
 	stranger := testutil.Sleeper(t)
-	before := snapshot(t, dir)
+	before := testutil.Snapshot(t, dir)
 	if err := releaseFor(p, stranger.Process.Pid); err == nil || strings.HasPrefix(err.Error(), "panic") {
 		kb.add("ReleaseFor by a stranger of an empty lock whose record is in a release claim = %v, want a refusal", err)
 	}
-	sameTree(t, dir, before)
+	testutil.Untouched(t, dir, before)
 	if err := releaseFor(p, pid); err != nil && strings.HasPrefix(err.Error(), "panic") {
 		kb.add("ReleaseFor by the holder of an empty lock whose record is in a release claim = %v, want an answer", err)
 	}

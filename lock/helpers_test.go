@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,77 +105,6 @@ func readFile(t *testing.T, path string) []byte {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// entry is one file system entry as a snapshot remembers it.
-type entry struct {
-	mode  fs.FileMode
-	ino   uint64
-	mtime time.Time
-	data  string
-}
-
-// snapshot remembers every entry below root: type, inode, modification time
-// and, for files, content.
-func snapshot(t *testing.T, root string) map[string]entry {
-	t.Helper()
-	m := map[string]entry{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		e := entry{mode: fi.Mode().Type(), ino: fi.Sys().(*syscall.Stat_t).Ino, mtime: fi.ModTime()}
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			e.data = string(b)
-		}
-		m[rel] = e
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// sameTree fails the test if anything below root differs from before.
-func sameTree(t *testing.T, root string, before map[string]entry) {
-	t.Helper()
-	after := snapshot(t, root)
-	var diffs []string
-	for name, b := range before {
-		a, ok := after[name]
-		switch {
-		case !ok:
-			diffs = append(diffs, name+" was removed")
-		case a.mode != b.mode || a.ino != b.ino:
-			diffs = append(diffs, name+" was replaced")
-		case a.data != b.data:
-			diffs = append(diffs, fmt.Sprintf("%s was rewritten: %q, was %q", name, a.data, b.data))
-		case !a.mtime.Equal(b.mtime):
-			diffs = append(diffs, name+" was modified")
-		}
-	}
-	for name := range after {
-		if _, ok := before[name]; !ok {
-			diffs = append(diffs, name+" appeared")
-		}
-	}
-	if len(diffs) > 0 {
-		sort.Strings(diffs)
-		t.Errorf("%s changed: %s", root, strings.Join(diffs, "; "))
-	}
 }
 
 // names lists the entries of dir, sorted.

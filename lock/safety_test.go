@@ -47,12 +47,12 @@ func TestAcquireReleaseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2 := acquireWithin(t, p, 5*time.Second)
-	before := snapshot(t, dir)
+	before := testutil.Snapshot(t, dir)
 	var taken *TakenOverError
 	if err := l.Release(); !errors.As(err, &taken) {
 		t.Errorf("a second Release of a lock taken since by another = %v, want *TakenOverError", err)
 	}
-	sameTree(t, dir, before)
+	testutil.Untouched(t, dir, before)
 	if err := l2.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, p)
+	before := testutil.Snapshot(t, p)
 	done := make(chan error, 1)
 	waiting := make(chan struct{})
 	go func() {
@@ -151,7 +151,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 		done <- err
 	}()
 	<-waiting
-	sameTree(t, p, before)
+	testutil.Untouched(t, p, before)
 	if err := other.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestAcquireAlsoHoldsTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	killAndReap(t, a)
-	before := snapshot(t, dir)
+	before := testutil.Snapshot(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	_, err := Acquire(ctx, p, Options{})
@@ -352,7 +352,7 @@ func TestAcquireAlsoHoldsTheLock(t *testing.T) {
 	if !errors.As(err, &held) || held.Holder.Pid != int64(a.Process.Pid) {
 		t.Fatalf("Acquire while the recorded also-holder runs = %v, want *HeldError naming pid %d", err, a.Process.Pid)
 	}
-	sameTree(t, dir, before)
+	testutil.Untouched(t, dir, before)
 	killAndReap(t, b)
 	l := acquireWithin(t, p, 5*time.Second)
 	if err := l.Release(); err != nil {
@@ -515,7 +515,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			if r := judge(t, p); r.Verdict != want {
 				t.Fatalf("setup: judged %s (%s), want %s", r.Verdict, r.Reason, want)
 			}
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 			defer cancel()
@@ -539,7 +539,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 					t.Errorf("error = %T %v, want *UnknownError whose reason says %q", err, err, tt.wantUnknown)
 				}
 			}
-			sameTree(t, dir, before)
+			testutil.Untouched(t, dir, before)
 
 			// A cancelled wait says the same, wrapping context.Canceled.
 			ctx, cancel = context.WithCancel(context.Background())
@@ -547,7 +547,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			if _, err := Acquire(ctx, p, Options{}); !errors.Is(err, context.Canceled) {
 				t.Errorf("Acquire with a cancelled context = %v, want an error wrapping context.Canceled", err)
 			}
-			sameTree(t, dir, before)
+			testutil.Untouched(t, dir, before)
 		})
 	}
 }
@@ -561,14 +561,14 @@ func TestReleaseForRefusesStrangers(t *testing.T) {
 	if _, err := Acquire(context.Background(), p, Options{Pid: holderProc.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, dir)
+	before := testutil.Snapshot(t, dir)
 	for _, pid := range []int{stranger.Process.Pid, os.Getpid(), testutil.Gone(t)} {
 		err := ReleaseFor(p, pid)
 		var e *NotHolderError
 		if !errors.As(err, &e) || e.Pid != pid || e.Holder.Pid != int64(holderProc.Process.Pid) {
 			t.Errorf("ReleaseFor(%s, %d) = %v, want *NotHolderError naming the holder %d", p, pid, err, holderProc.Process.Pid)
 		}
-		sameTree(t, dir, before)
+		testutil.Untouched(t, dir, before)
 	}
 	if err := ReleaseFor(p, holderProc.Process.Pid); err != nil {
 		t.Fatalf("ReleaseFor by the holder = %v", err)
@@ -590,12 +590,12 @@ func TestReleaseForChecksStartTime(t *testing.T) {
 			c := testutil.Sleeper(t)
 			_, rec := holderFor(t, c.Process.Pid, func(h *scan.Holder) { h.Start = uint64(int64(h.Start) + delta) })
 			writeLockDir(t, p, rec)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 			var e *NotHolderError
 			if err := ReleaseFor(p, c.Process.Pid); !errors.As(err, &e) {
 				t.Errorf("ReleaseFor(pid %d) of a record with another start time = %v, want *NotHolderError", c.Process.Pid, err)
 			}
-			sameTree(t, dir, before)
+			testutil.Untouched(t, dir, before)
 		})
 	}
 }
@@ -615,12 +615,12 @@ func TestReleaseAfterTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, dir)
+	before := testutil.Snapshot(t, dir)
 	var taken *TakenOverError
 	if err := first.Release(); !errors.As(err, &taken) || taken.Path != p {
 		t.Fatalf("Release after a takeover = %v, want *TakenOverError", err)
 	}
-	sameTree(t, dir, before)
+	testutil.Untouched(t, dir, before)
 	if err := ReleaseFor(p, c.Process.Pid); err != nil {
 		t.Fatalf("the new owner cannot release: %v", err)
 	}
@@ -667,12 +667,12 @@ func TestReleaseRecordReplaced(t *testing.T) {
 			c := testutil.Sleeper(t)
 			_, other := holderFor(t, c.Process.Pid, nil)
 			tt.replace(t, filepath.Join(p, "holder"), l.record, other)
-			before := snapshot(t, dir)
+			before := testutil.Snapshot(t, dir)
 			var taken *TakenOverError
 			if err := l.Release(); !errors.As(err, &taken) {
 				t.Fatalf("Release of a replaced record = %v, want *TakenOverError", err)
 			}
-			sameTree(t, dir, before)
+			testutil.Untouched(t, dir, before)
 		})
 	}
 }
