@@ -33,19 +33,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testutil"
 )
 
-// lcBugs collects liveness failures (debris, a wedged lock). They were
-// known bugs while open; all are fixed, so each is a failure.
-type lcBugs struct{ t *testing.T }
-
-func lcKnownBugs(t *testing.T) *lcBugs { return &lcBugs{t: t} }
-
-func (b *lcBugs) add(format string, args ...any) {
-	b.t.Helper()
-	b.t.Errorf(format, args...)
-}
-
-func (b *lcBugs) end() {}
-
 var (
 	lcBuildOnce sync.Once
 	lcBin       string
@@ -780,8 +767,6 @@ func TestCrashEveryStep(t *testing.T) {
 	// than lockctl.
 	for _, point := range []string{"acquire-built", "acquire-published"} {
 		t.Run("acquire/"+point, func(t *testing.T) {
-			kb := lcKnownBugs(t)
-			defer kb.end()
 			r := lcNewReaper(t)
 			dir := t.TempDir()
 			l := filepath.Join(dir, "x.lock")
@@ -808,7 +793,7 @@ func TestCrashEveryStep(t *testing.T) {
 			r.mustLockctl(0, "run", "--timeout", "5s", l, "--", "true")
 			r.lockctl(nil, "doctor", "--fix", dir)
 			if left := lcNames(t, dir); len(left) != 1 {
-				kb.add("killed at %s with holder %d still running, doctor --fix and a run leave %q (doctor: %+v)", point, s.pid, left, r.doctor(dir)["x.lock"])
+				t.Errorf("killed at %s with holder %d still running, doctor --fix and a run leave %q (doctor: %+v)", point, s.pid, left, r.doctor(dir)["x.lock"])
 			}
 			s.kill()
 			r.recoverCleanly(dir, l)
@@ -821,8 +806,6 @@ func TestCrashEveryStep(t *testing.T) {
 	// holder releasing again or a --fix must leave no debris.
 	for _, point := range []string{"release-claimed", "release-removed"} {
 		t.Run("release/"+point, func(t *testing.T) {
-			kb := lcKnownBugs(t)
-			defer kb.end()
 			r := lcNewReaper(t)
 			dir := t.TempDir()
 			l := filepath.Join(dir, "x.lock")
@@ -833,7 +816,7 @@ func TestCrashEveryStep(t *testing.T) {
 			p, ok := r.pausedLockctl(point, "release", "--holder-pid", strconv.Itoa(s.pid), l)
 			if !ok {
 				code := p.wait(time.Second)
-				kb.add("lockctl release never stops at %s (exit %d, %q): its pause points are unreachable, so a SIGKILL there cannot be tested through the CLI", point, code, p.errText())
+				t.Errorf("lockctl release never stops at %s (exit %d, %q): its pause points are unreachable, so a SIGKILL there cannot be tested through the CLI", point, code, p.errText())
 				return
 			}
 			p.kill()
@@ -845,7 +828,7 @@ func TestCrashEveryStep(t *testing.T) {
 			r.lockctl(nil, "release", "--holder-pid", strconv.Itoa(s.pid), l)
 			r.lockctl(nil, "doctor", "--fix", dir)
 			if left := lcNames(t, dir); len(left) != 1 {
-				kb.add("killed at %s with the holder still running (held: %v), its release again and doctor --fix leave %q", point, held, left)
+				t.Errorf("killed at %s with the holder still running (held: %v), its release again and doctor --fix leave %q", point, held, left)
 			}
 			s.kill()
 			r.recoverCleanly(dir, l)
@@ -926,8 +909,6 @@ func TestChaosRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos test takes seconds")
 	}
-	kb := lcKnownBugs(t)
-	defer kb.end()
 	seconds := 5
 	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -1010,7 +991,7 @@ func TestChaosRun(t *testing.T) {
 		doc := r.doctor(dir)
 		got := doc["x.lock"]
 		if got.Verdict == "ownerless" && len(lcNames(t, dir)) > 64 {
-			kb.add("the lock wedged: nobody entered for 10s; it reads ownerless (%s) beside %d side files, the debris of runs killed while waiting", got.Reason, len(lcNames(t, dir))-1)
+			t.Errorf("the lock wedged: nobody entered for 10s; it reads ownerless (%s) beside %d side files, the debris of runs killed while waiting", got.Reason, len(lcNames(t, dir))-1)
 		} else {
 			t.Errorf("the lock wedged: doctor says %+v", got)
 		}
@@ -1077,6 +1058,6 @@ func TestChaosRun(t *testing.T) {
 	t.Logf("the next run went through in %s", res.took.Round(time.Millisecond))
 	r.lockctl(nil, "doctor", "--fix", dir)
 	if left := lcNames(t, dir); len(left) > 0 {
-		kb.add("after the chaos, doctor --fix leaves %d entries (first %q)", len(left), left[0])
+		t.Errorf("after the chaos, doctor --fix leaves %d entries (first %q)", len(left), left[0])
 	}
 }

@@ -23,23 +23,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bugs collects the liveness failures of one test: debris left behind, a
-// lock that wedged. They were reported as known bugs while open; all are
-// fixed now, so each is a failure (a skip would hide a regression).
-type bugs struct{ t *testing.T }
-
-// knownBugs returns a collector whose end must be deferred.
-func knownBugs(t *testing.T) *bugs { return &bugs{t: t} }
-
-// add records a liveness failure.
-func (b *bugs) add(format string, args ...any) {
-	b.t.Helper()
-	b.t.Errorf(format, args...)
-}
-
-// end is kept for the tests that defer it.
-func (b *bugs) end() {}
-
 // endProcess kills and reaps c if it has not been reaped yet.
 func endProcess(c *exec.Cmd) {
 	if c.ProcessState == nil {
