@@ -153,6 +153,49 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid)
 	}
+	if len(names) == 0 {
+		// A process whose main thread has exited shows no files here,
+		// while its other threads, which share its files, hold them open.
+		return k.scanTaskFds(pid)
+	}
+	k.index(pid, f, names)
+	return true
+}
+
+// scanTaskFds indexes the files pid's threads have open, through
+// /proc/<pid>/task/<tid>/fd. It returns false when they could not be seen.
+func (k *KernelEvidence) scanTaskFds(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return os.IsNotExist(err) || exited(pid)
+	}
+	for _, t := range tids {
+		if t.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		f, err := os.Open(dir + "/" + t.Name() + "/fd")
+		if err != nil {
+			if !os.IsNotExist(err) {
+				return false
+			}
+			continue
+		}
+		names, err := f.Readdirnames(-1)
+		if err == nil {
+			k.index(pid, f, names)
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
+			return false
+		}
+	}
+	return true
+}
+
+// index records pid as holding each file open in the fd directory f, whose
+// entries are names.
+func (k *KernelEvidence) index(pid int, f *os.File, names []string) {
 	fd := int(f.Fd())
 	for _, n := range names {
 		var st unix.Statx_t
@@ -163,9 +206,10 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 			continue
 		}
 		key := devIno{unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino}
-		k.open[key] = append(k.open[key], pid)
+		if l := k.open[key]; len(l) == 0 || l[len(l)-1] != pid {
+			k.open[key] = append(l, pid)
+		}
 	}
-	return true
 }
 
 // parseProcLock parses one line of /proc/locks:
@@ -207,5 +251,5 @@ func exited(pid int) bool {
 		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 	}
 	state, _, _, err := ParseStat(b)
-	return err == nil && (state == 'Z' || state == 'X' || state == 'x')
+	return err == nil && statExited(b, state)
 }

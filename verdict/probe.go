@@ -96,6 +96,28 @@ func ParseStat(b []byte) (state byte, comm string, start uint64, err error) {
 	return fields[0][0], comm, start, nil
 }
 
+// statExited reports whether b, the content of /proc/<pid>/stat, is that
+// of a process that has exited: state Z (zombie) or X (dead) with a single
+// thread. A process whose main thread has called pthread_exit shows Z while
+// its other threads run on: field 20 (num_threads) says so, and such a
+// process is alive. A thread count that cannot be read is doubt: alive.
+func statExited(b []byte, state byte) bool {
+	if state != 'Z' && state != 'X' && state != 'x' {
+		return false
+	}
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 {
+		return false
+	}
+	fields := strings.Fields(string(b[end+1:]))
+	// fields[0] is field 3; field 20 (num_threads) is fields[17].
+	if len(fields) < 18 {
+		return false
+	}
+	n, err := strconv.ParseInt(fields[17], 10, 64)
+	return err == nil && n <= 1
+}
+
 // Host is what lockctl knows about the machine, boot and pid namespace it
 // runs in. Zero fields mean "could not tell", and every verdict that needs
 // one then stays on the held side.

@@ -94,7 +94,7 @@ func readStat(pid int) (Proc, error) {
 		return Proc{}, fmt.Errorf("cannot parse %s: %w", path, err)
 	}
 	p := Proc{State: StateRunning, Comm: comm, Start: start, HasStart: true}
-	if state == 'Z' || state == 'X' || state == 'x' {
+	if statExited(b, state) {
 		p.State = StateZombie
 	}
 	return p, nil

@@ -1,0 +1,130 @@
+//go:build linux
+
+package verdict
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// leaderExited is a C program whose main thread opens argv[1], starts a
+// thread that never returns, says "ready", and calls pthread_exit: the
+// process runs on, and /proc/<pid>/stat shows its leader as Z.
+const leaderExited = `#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *run(void *a) { for (;;) pause(); return a; }
+int main(int argc, char **argv) {
+	pthread_t t;
+	if (argc > 1 && open(argv[1], O_RDONLY) < 0) return 2;
+	if (pthread_create(&t, 0, run, 0) != 0) return 3;
+	printf("ready\n");
+	fflush(stdout);
+	pthread_exit(0);
+}
+`
+
+// startLeaderExited builds and starts leaderExited holding file open, and
+// waits until its leader shows Z. Cleanup kills and reaps it.
+func startLeaderExited(t *testing.T, file string) int {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc): .ci/run installs gcc; a process whose main thread exits cannot be made from Go")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "le.c"), filepath.Join(dir, "le")
+	if err := os.WriteFile(src, []byte(leaderExited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, file)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the program said %q, %v", line, err)
+	}
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if state, _, _, err := ParseStat(b); err == nil && state == 'Z' {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader of pid %d did not exit within 10s: %q", pid, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestProbeLeaderExited: a process whose main thread has exited while
+// another runs shows Z in /proc/<pid>/stat, but it is alive: it holds its
+// locks, and the files it has open are its.
+func TestProbeLeaderExited(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "held.lock")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := startLeaderExited(t, file)
+
+	p := KernelProbe{}.Probe(pid)
+	if p.State != StateRunning || !p.HasStart {
+		t.Errorf("Probe(%d) = %+v, want running with a start time: only its main thread has exited", pid, p)
+	}
+	if exited(pid) {
+		t.Errorf("exited(%d) = true, want false: its threads run on", pid)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	hs, _ := (&KernelEvidence{}).Holders(st.Dev, st.Ino)
+	found := false
+	for _, h := range hs {
+		found = found || h.Pid == pid
+	}
+	if !found {
+		t.Errorf("Holders(%s) = %+v, want pid %d, whose threads hold it open", file, hs, pid)
+	}
+}
+
+func TestStatExited(t *testing.T) {
+	// Field 3 is the state, field 20 the thread count.
+	line := func(state string, threads string) []byte {
+		return []byte("42 (a b) c) " + state + " 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 " + threads + " 0 12345 0 0")
+	}
+	for _, tc := range []struct {
+		b     []byte
+		state byte
+		want  bool
+	}{
+		{line("Z", "1"), 'Z', true},
+		{line("X", "1"), 'X', true},
+		{line("Z", "0"), 'Z', true},
+		{line("Z", "2"), 'Z', false},
+		{line("X", "3"), 'X', false},
+		{line("S", "1"), 'S', false},
+		{line("R", "1"), 'R', false},
+		{line("Z", "x"), 'Z', false},           // an unreadable count is doubt
+		{[]byte("42 (a) Z 1 2 3"), 'Z', false}, // too short: doubt
+	} {
+		if got := statExited(tc.b, tc.state); got != tc.want {
+			t.Errorf("statExited(%q, %q) = %v, want %v", tc.b, tc.state, got, tc.want)
+		}
+	}
+}
