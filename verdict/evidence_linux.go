@@ -94,6 +94,12 @@ func comm(pid int) string {
 
 func (k *KernelEvidence) gather() {
 	k.open = map[devIno][]int{}
+	k.locks = map[devIno][]procLock{}
+	if procOurs() != nil {
+		// Its pids, /proc/locks' included, are another namespace's.
+		k.complete = false
+		return
+	}
 	k.complete = true
 	k.readLocks()
 	// In a pid namespace other than the initial one (a container), /proc
@@ -121,6 +127,10 @@ func (k *KernelEvidence) gather() {
 
 func (k *KernelEvidence) readLocks() {
 	k.locks = map[devIno][]procLock{}
+	if procOurs() != nil {
+		k.complete = false
+		return
+	}
 	f, err := os.Open("/proc/locks")
 	if err != nil {
 		k.complete = false

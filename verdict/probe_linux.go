@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -83,7 +84,27 @@ func finish(pid int, p Proc, statErr error) Proc {
 	return p
 }
 
+// procOurs says whether the /proc mounted here is of this process's pid
+// namespace. After unshare --pid without a new /proc, or in a container
+// that kept its host's, pidfd_open and kill answer in this namespace while
+// /proc/<pid> describes whatever has that number in another: a live
+// holder would take on a stranger's state and start time. Such a /proc is
+// not read at all.
+var procOurs = sync.OnceValue(func() error {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return fmt.Errorf("cannot read /proc/self: %w", errors.Unwrap(err))
+	}
+	if self != strconv.Itoa(os.Getpid()) {
+		return fmt.Errorf("the /proc mounted here belongs to another pid namespace (/proc/self is %s, this is pid %d): mount this namespace's /proc", self, os.Getpid())
+	}
+	return nil
+})
+
 func readStat(pid int) (Proc, error) {
+	if err := procOurs(); err != nil {
+		return Proc{}, err
+	}
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -1,0 +1,72 @@
+//go:build linux
+
+package verdict
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// probeSelfEnv makes the test binary print what KernelProbe and
+// KernelEvidence say of its own process, as JSON, instead of running tests.
+const probeSelfEnv = "LOCKCTL_TEST_PROBE_SELF"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(probeSelfEnv) != "" {
+		p := KernelProbe{}.Probe(os.Getpid())
+		_, complete := (&KernelEvidence{}).Holders(1, 1)
+		json.NewEncoder(os.Stdout).Encode(map[string]any{
+			"pid": os.Getpid(), "state": p.State, "has_start": p.HasStart, "start": p.Start, "comm": p.Comm,
+			"complete": complete, "err": fmt.Sprint(p.Err),
+		})
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestProbeForeignProc: in a new pid namespace whose /proc is still the
+// old one's, this process is pid 1 there, and /proc/1 is someone else. The
+// probe must not take that stranger's state and start time for its own,
+// and the kernel evidence must not count as complete.
+func TestProbeForeignProc(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unshare --pid needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", self)
+	cmd.Env = append(os.Environ(), probeSelfEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("unshare --pid --fork: %v (not permitted here?)", err)
+	}
+	var got struct {
+		Pid      int
+		State    State
+		HasStart bool `json:"has_start"`
+		Comm     string
+		Complete bool
+		Err      string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Pid != 1 {
+		t.Fatalf("the child is pid %d in its namespace, want 1: %s", got.Pid, out)
+	}
+	if got.State != StateRunning || got.HasStart {
+		t.Errorf("Probe(itself) in a namespace with another's /proc = %s, with a start time %v (%s, %q), want running with no start time", out, got.HasStart, got.Comm, got.Err)
+	}
+	if got.Complete {
+		t.Errorf("the kernel evidence counts as complete with another namespace's /proc: %s", out)
+	}
+}
