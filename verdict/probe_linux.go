@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -118,7 +119,64 @@ func readStat(pid int) (Proc, error) {
 	if statExited(b, state) {
 		p.State = StateZombie
 	}
+	// The kernel adds the reader's time namespace boottime offset to field
+	// 22; take it off, so that every reader, and every record, counts from
+	// the real boot. An offset that cannot be taken off exactly leaves no
+	// start time: a fence compared against it would be a guess.
+	off := bootOffset()
+	switch {
+	case off.err != nil:
+		p.Start, p.HasStart, p.Err = 0, false, off.err
+	case off.ticks > 0 && start < uint64(off.ticks):
+		p.Start, p.HasStart, p.Err = 0, false, fmt.Errorf("%s: start time %d is below this time namespace's boottime offset (%d ticks)", path, start, off.ticks)
+	default:
+		p.Start = uint64(int64(start) - off.ticks)
+	}
 	return p, nil
+}
+
+// timeOffset is the boottime offset of this process's time namespace
+// (/proc/self/timens_offsets): zero outside a time namespace.
+type timeOffset struct {
+	d     time.Duration
+	ticks int64 // d in clock ticks, exactly
+	err   error
+}
+
+var bootOffset = sync.OnceValue(func() timeOffset {
+	b, err := os.ReadFile("/proc/self/timens_offsets")
+	if errors.Is(err, fs.ErrNotExist) {
+		return timeOffset{} // a kernel without time namespaces
+	}
+	if err != nil {
+		return timeOffset{err: fmt.Errorf("cannot read /proc/self/timens_offsets: %w", errors.Unwrap(err))}
+	}
+	return parseBootOffset(b, clockTicks())
+})
+
+// parseBootOffset reads the boottime line of a timens_offsets file
+// ("boottime <seconds> <nanoseconds>") and converts it to clock ticks, which
+// it must be a whole number of: field 22 is rounded after the offset is
+// added, so any other offset cannot be taken off exactly.
+func parseBootOffset(b []byte, ticks int64) timeOffset {
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "boottime" {
+			continue
+		}
+		sec, err1 := strconv.ParseInt(f[1], 10, 64)
+		nsec, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || nsec < 0 || nsec >= 1e9 || sec > 1<<33 || sec < -(1<<33) || ticks <= 0 {
+			break
+		}
+		d := time.Duration(sec)*time.Second + time.Duration(nsec)
+		per := time.Second / time.Duration(ticks)
+		if d%per != 0 {
+			return timeOffset{err: fmt.Errorf("this time namespace's boottime offset (%s) is not a whole number of clock ticks, so start times cannot be compared", d)}
+		}
+		return timeOffset{d: d, ticks: int64(d / per)}
+	}
+	return timeOffset{err: fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)}
 }
 
 func retryFd(f func() (int, error)) (int, error) {
@@ -160,7 +218,11 @@ func LocalHost() Host {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "btime "); ok {
 				if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-					h.BootTime = time.Unix(s, 0)
+					// btime is shifted back by this time namespace's
+					// boottime offset: put it back, to the real boot.
+					if off := bootOffset(); off.err == nil {
+						h.BootTime = time.Unix(s, 0).Add(off.d)
+					}
 				}
 			}
 		}

@@ -128,3 +128,28 @@ func TestStatExited(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBootOffset(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		ticks int64
+		want  int64
+		bad   bool
+	}{
+		{"monotonic 0 0\nboottime 0 0\n", 100, 0, false},
+		{"monotonic 5 0\nboottime 100000 0\n", 100, 10_000_000, false},
+		{"boottime -7 500000000\n", 100, -650, false},
+		{"boottime 1 20000000\n", 100, 102, false},
+		{"boottime 1 5000000\n", 100, 0, true}, // half a tick
+		{"boottime 1 1\n", 1000, 0, true},
+		{"monotonic 0 0\n", 100, 0, true},
+		{"boottime x 0\n", 100, 0, true},
+		{"boottime 1 1000000000\n", 100, 0, true},
+		{"", 100, 0, true},
+	} {
+		got := parseBootOffset([]byte(tc.in), tc.ticks)
+		if (got.err != nil) != tc.bad || got.ticks != tc.want {
+			t.Errorf("parseBootOffset(%q, %d) = %d ticks, %v; want %d, error %v", tc.in, tc.ticks, got.ticks, got.err, tc.want, tc.bad)
+		}
+	}
+}

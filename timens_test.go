@@ -1,0 +1,73 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/testutil"
+)
+
+// inTimeNS runs lockctl with args in a new time namespace whose boot
+// time is shifted by 100000 s, as `unshare --time --boottime` makes one: the
+// start times it reads in /proc/<pid>/stat are 10,000,000 ticks higher.
+func (r *lcReaper) inTimeNS(args ...string) lcResult {
+	r.t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		r.t.Skip("no unshare (util-linux)")
+	}
+	if os.Geteuid() != 0 {
+		r.t.Skip("unshare --time needs root")
+	}
+	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
+		r.t.Skipf("this kernel has no time namespaces: %v", err)
+	}
+	p := r.start(nil, append([]string{unshare, "--time", "--boottime", "100000", "--fork", lcBinary(r.t)}, args...)...)
+	return lcResult{code: p.wait(60e9), stdout: p.outText(), stderr: p.errText()}
+}
+
+// TestTimeNamespace: a holder recorded from inside a time namespace is
+// live to a reader outside it, and the other way round; the lock is not
+// broken. Start times are compared as counted from the real boot.
+func TestTimeNamespace(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	s := r.sleeper()
+
+	// Recorded inside, judged outside.
+	in := filepath.Join(dir, "in.lock")
+	if res := r.inTimeNS("acquire", "--holder-pid", strconv.Itoa(s.pid), in); res.code != 0 {
+		t.Fatalf("acquire in a time namespace: exit %d\n%s", res.code, res.stderr)
+	}
+	if got := r.doctor(dir)["in.lock"]; got.Verdict != "live" {
+		t.Errorf("a live holder recorded in a time namespace reads %s outside it (%s), want live", got.Verdict, got.Reason)
+	}
+	before := testutil.Snapshot(t, dir)
+	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", in); res.code != exitTimeout {
+		t.Errorf("acquire over it: exit %d, want %d (held)\n%s", res.code, exitTimeout, res.stderr)
+	}
+	testutil.SameTree(t, dir, before)
+
+	// Recorded outside, judged inside.
+	out := filepath.Join(dir, "out.lock")
+	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), out)
+	res := r.inTimeNS("doctor", "--json", dir)
+	var doc lcDoc
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
+		t.Fatalf("doctor in a time namespace: exit %d, %v\n%s\n%s", res.code, err, res.stdout, res.stderr)
+	}
+	for _, l := range doc.Locks {
+		if l.Verdict != "live" {
+			t.Errorf("in a time namespace, %s reads %s (%s), want live", l.Path, l.Verdict, l.Reason)
+		}
+	}
+	if len(doc.Locks) != 2 {
+		t.Errorf("doctor in a time namespace judged %d locks, want 2", len(doc.Locks))
+	}
+}
