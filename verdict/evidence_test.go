@@ -255,27 +255,50 @@ func TestJudgeKernelHolders(t *testing.T) {
 	})
 }
 
+// TestJudgeGoneButLocked: a lock whose recorded holder is gone, but on
+// which a live process holds an advisory lock, is in use: live, and nothing
+// is removed. Being held open is not enough to outweigh the record: readers
+// and waiting acquirers open locks too.
+func TestJudgeGoneButLocked(t *testing.T) {
+	b := holderB(holderPid, hereScope)
+	for _, how := range []string{"flock", "POSIX lock", "OFD lock"} {
+		h := KernelHolder{Pid: 812, Comm: "rsync", How: how}
+		runEv(t, []evCase{
+			{
+				name: "pid-file-" + how, lock: onDisk(pidLock(pidHolder(holderPid))),
+				ev: heldBy(lockIno, h), want: Live, reason: "pid 4242 is not running, but " + how + " held by pid 812 (rsync): the lock is in use",
+			},
+			{
+				name: "registry-b-" + how, lock: onDisk(lockB(b)),
+				ev: heldBy(lockIno, h), want: Live, reason: "pid 4242 is not running, but " + how + " held by pid 812 (rsync)",
+			},
+		})
+	}
+	runEv(t, []evCase{
+		{
+			name: "pid-file-held-open", lock: onDisk(pidLock(pidHolder(holderPid))),
+			ev: heldBy(lockIno, KernelHolder{Pid: 812, Comm: "cat", How: "open"}), want: Gone, reason: "pid 4242 is not running",
+			remove: steps(rm(pidPath)),
+		},
+		{
+			name: "pid-file-unlocked", lock: onDisk(pidLock(pidHolder(holderPid))),
+			ev: nobodyHolds(), want: Gone, reason: "pid 4242 is not running",
+			remove: steps(rm(pidPath)),
+		},
+	})
+}
+
 // TestJudgeKernelHoldersNotAsked: a lock whose record is usable (live,
-// gone, foreign, unknown, recycled) or that is only side files is judged
-// by that, and the kernel's tables are never consulted, even when they
-// would name a holder.
+// foreign, unknown, recycled) or that is only side files is judged by
+// that, and the kernel's tables are never consulted, even when they would
+// name a holder. (A gone record is the exception: TestJudgeGoneButLocked.)
 func TestJudgeKernelHoldersNotAsked(t *testing.T) {
 	rsync := KernelHolder{Pid: 812, Comm: "rsync", How: "flock"}
 	b := holderB(holderPid, hereScope)
 	runEv(t, []evCase{
 		{
-			name: "gone-pid-file", lock: onDisk(pidLock(pidHolder(holderPid))),
-			ev: heldBy(lockIno, rsync), want: Gone, reason: "pid 4242 is not running",
-			remove: steps(rm(pidPath)), notAsked: true,
-		},
-		{
 			name: "live-pid-file", lock: onDisk(pidLock(pidHolder(holderPid))), procs: procs(holderPid, alive),
 			ev: heldBy(lockIno, rsync), want: Live, reason: "pid 4242 (registry.sh) is running", notAsked: true,
-		},
-		{
-			name: "gone-registry-b", lock: onDisk(lockB(b)),
-			ev: heldBy(lockIno, rsync), want: Gone, reason: "pid 4242 is not running",
-			remove: steps(rm(in(lockPath, "holder."+b.Token)), rmdir(lockPath)), notAsked: true,
 		},
 		{
 			name: "foreign-registry-a", lock: onDisk(lockA(holderA(holderPid, "beta"))),

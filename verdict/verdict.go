@@ -136,8 +136,11 @@ func (a *judged) moreHeld(b judged) bool { return a == nil || heldness[b.v] > he
 // the evidence, and nothing else; it never touches the disk.
 func (j *Judge) Judge(l *scan.Lock) Result {
 	r := j.judge(l)
-	if r.Verdict == Ownerless {
+	switch r.Verdict {
+	case Ownerless:
 		r = j.kernelHolders(r)
+	case Gone:
+		r = j.lockedAnyway(r)
 	}
 	r.Debris = j.debris(l)
 	if n := len(r.Debris) / 2; n > 0 && l.Kind != scan.KindMissing {
@@ -207,6 +210,28 @@ func (j *Judge) kernelHolders(r Result) Result {
 			how = "held open"
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("also %s by pid %d (%s)", how, o.Pid, o.Comm))
+	}
+	return r
+}
+
+// lockedAnyway keeps a gone lock held when a live process has an advisory
+// lock (flock, POSIX or OFD) on it: tools that flock their pid file, or an
+// inherited lock, say the lock is in use whatever pid the record names.
+// Files merely held open do not count here: a reader, another doctor or a
+// waiting acquirer opens a lock without holding it.
+func (j *Judge) lockedAnyway(r Result) Result {
+	l := r.Lock
+	if j.Evidence == nil || l.Kind == scan.KindMissing {
+		return r
+	}
+	hs, _ := j.Evidence.Holders(l.Info.Dev, l.Info.Ino)
+	for _, h := range hs {
+		if h.How == "open" {
+			continue
+		}
+		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
+		r.Reason = fmt.Sprintf("%s, but %s held by pid %d (%s): the lock is in use", r.Reason, h.How, h.Pid, h.Comm)
+		return r
 	}
 	return r
 }
