@@ -73,11 +73,13 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 		},
 		{
 			Name:      "release",
-			Usage:     "release a lock taken with acquire; only its recorded holder may",
+			Usage:     "release a lock taken with acquire, for its recorded holder",
 			ArgsUsage: "LOCK",
-			Description: `Succeeds only for the recorded holder (the calling process, or
---holder-pid), checked by pid and start time; anyone else is refused and
-nothing is touched.`,
+			Description: `Succeeds only when the lock's record names the holder it is asked for (the
+calling process, or --holder-pid), checked by pid and start time; for any
+other process it is refused and nothing is touched. This guards against
+releasing another's lock by mistake; it is not access control: anyone who
+may write the registry directory may name any pid with --holder-pid.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
