@@ -35,8 +35,9 @@ const noRenameat2Env = "LOCKCTL_TEST_NO_RENAMEAT2"
 var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
 
 // execWithoutRenameat2 installs a seccomp filter on every thread of this
-// process that fails renameat2 with EINVAL, checks that it works, and
-// execs args, which inherit it. It never returns.
+// process that fails renameat2 with EINVAL (and, when the environment says
+// "link", linkat with EPERM), checks that it works, and execs args, which
+// inherit it. It never returns.
 func execWithoutRenameat2(args []string) {
 	fail := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "no-renameat2: "+format+"\n", a...)
@@ -53,7 +54,12 @@ func execWithoutRenameat2(args []string) {
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jf: 1, K: unix.SYS_RENAMEAT2},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EINVAL)},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jf: 1, K: unix.SYS_LINKAT},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}, // linkat: see below
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	if os.Getenv(noRenameat2Env) == "link" {
+		filter[7].K = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM) // linkat
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	runtime.LockOSThread()
@@ -80,6 +86,13 @@ func execWithoutRenameat2(args []string) {
 // noReplace runs lockctl with args under the filter and waits for it.
 func (r *lcReaper) noReplace(args ...string) lcResult {
 	r.t.Helper()
+	return r.seccomped("1", args...)
+}
+
+// seccomped runs lockctl with args under the filter of mode ("1": no
+// renameat2; "link": no renameat2 and no linkat) and waits for it.
+func (r *lcReaper) seccomped(mode string, args ...string) lcResult {
+	r.t.Helper()
 	if _, ok := seccompArch[runtime.GOARCH]; !ok {
 		r.t.Skipf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
 	}
@@ -87,7 +100,7 @@ func (r *lcReaper) noReplace(args ...string) lcResult {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p := r.start([]string{noRenameat2Env + "=1"}, append([]string{self, lcBinary(r.t)}, args...)...)
+	p := r.start([]string{noRenameat2Env + "=" + mode}, append([]string{self, lcBinary(r.t)}, args...)...)
 	code := p.wait(time.Minute)
 	res := lcResult{code: code, stdout: p.outText(), stderr: p.errText()}
 	if code == 99 {
@@ -179,4 +192,17 @@ func TestLockWithoutNoReplace(t *testing.T) {
 	}
 	// Nor may acquire touch the gone holder's lock it cannot break.
 	testutil.Untouched(t, dir, before)
+}
+
+// TestPublishFailsCleanly: where neither renameat2 nor link works, acquire
+// cannot publish, says so, and leaves nothing behind: no empty directory
+// standing as an owner-less lock, no build.
+func TestPublishFailsCleanly(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	res := r.seccomped("link", "acquire", "--timeout", "5s", filepath.Join(dir, "x.lock"))
+	if res.code == 0 || res.code == exitTimeout {
+		t.Errorf("acquire with no way to publish: exit %d, want an error\n%s", res.code, res.stderr)
+	}
+	lcWantNames(t, dir)
 }

@@ -257,10 +257,24 @@ func (l *Lock) build(dfd int, tmp string) error {
 // without replacing: make the lock directory, then move the record into it.
 // Between the two steps the lock is empty, and a crash there leaves an
 // owner-less lock (which doctor reports and nothing breaks automatically).
-func (l *Lock) publishByMkdir(dfd int, tmp string) error {
+func (l *Lock) publishByMkdir(dfd int, tmp string) (err error) {
 	if err := fsx.MkdirAt(dfd, l.dir, l.name, 0o755); err != nil {
 		return err
 	}
+	made, err := fsx.Lstatat(dfd, l.dir, l.name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The record could not be put in: take back the empty directory
+		// just made, lest it stand as an owner-less lock nothing breaks.
+		// Only that directory, and only while empty (rmdir refuses else).
+		if err != nil {
+			if st, serr := fsx.Lstatat(dfd, l.dir, l.name); serr == nil && made.Same(st) {
+				_ = fsx.Unlinkat(dfd, l.dir, l.name, true)
+			}
+		}
+	}()
 	tfd, err := fsx.OpenDirAt(dfd, l.dir, tmp)
 	if err != nil {
 		return err
