@@ -101,6 +101,10 @@ func (k *KernelEvidence) gather() {
 		return
 	}
 	k.complete = true
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || procHides(string(b)) {
+		// hidepid or subset: some processes are left out of /proc.
+		k.complete = false
+	}
 	k.readLocks()
 	// In a pid namespace other than the initial one (a container), /proc
 	// and /proc/locks show only this namespace's processes: a holder
@@ -262,4 +266,31 @@ func exited(pid int) bool {
 	}
 	state, _, _, err := ParseStat(b)
 	return err == nil && statExited(b, state)
+}
+
+// procHides reports whether the /proc mounted on top at /proc, according to
+// mountinfo, leaves processes out of its listing: hidepid (other than 0 or
+// off) or subset. A reader then cannot know it has seen every process.
+func procHides(mountinfo string) bool {
+	hides := false
+	for _, line := range strings.Split(mountinfo, "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if !ok || len(f) < 5 || f[4] != "/proc" {
+			continue
+		}
+		g := strings.Fields(post)
+		if len(g) < 3 {
+			hides = true // cannot tell
+			continue
+		}
+		hides = false // the last mount on /proc is the one seen
+		for _, o := range strings.Split(g[2], ",") {
+			k, v, _ := strings.Cut(o, "=")
+			if k == "subset" || k == "hidepid" && v != "0" && v != "off" {
+				hides = true
+			}
+		}
+	}
+	return hides
 }

@@ -70,3 +70,55 @@ func TestProbeForeignProc(t *testing.T) {
 		t.Errorf("the kernel evidence counts as complete with another namespace's /proc: %s", out)
 	}
 }
+
+func TestProcHides(t *testing.T) {
+	const plain = "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{plain, false},
+		{plain + "63 45 0:39 / /proc rw,relatime - proc proc rw,hidepid=invisible\n", true},
+		{plain + "63 45 0:39 / /proc rw - proc proc rw,hidepid=2,gid=4\n", true},
+		{plain + "63 45 0:39 / /proc rw - proc proc rw,hidepid=0\n", false},
+		{plain + "63 45 0:39 / /proc rw - proc proc rw,hidepid=off\n", false},
+		{plain + "63 45 0:39 / /proc rw - proc proc rw,subset=pid\n", true},
+		{"63 45 0:39 / /proc rw - proc proc rw,hidepid=2\n" + plain, false}, // covered by a later mount
+		{"63 45 0:39 / /proc/sys rw - proc proc rw,hidepid=2\n" + plain, false},
+		{"", false},
+	} {
+		if got := procHides(tc.in); got != tc.want {
+			t.Errorf("procHides(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestEvidenceUnderHidepid: with a /proc mounted hidepid=invisible, the
+// kernel evidence never counts as complete: the listing may leave out the
+// very process that holds a lock.
+func TestEvidenceUnderHidepid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting /proc needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(unshare, "--mount", "sh", "-c", `mount -t proc -o hidepid=invisible proc /proc && exec "$0"`, self)
+	cmd.Env = append(os.Environ(), probeSelfEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("cannot mount a hidepid /proc here: %v", err)
+	}
+	var got struct{ Complete bool }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Complete {
+		t.Errorf("the kernel evidence counts as complete under hidepid=invisible: %s", out)
+	}
+}
