@@ -19,6 +19,19 @@ type Evidence interface {
 	Holders(dev, ino uint64) (hs []KernelHolder, complete bool)
 }
 
+// ScopeWitness is Evidence that can also say whether a generation B scope
+// is that of a pid namespace existing now, in this boot: the digest of a
+// namespace's machine id, this boot id and the namespace. The before-boot
+// rule fires only on its word that no such namespace has the scope, so a
+// record of this boot cannot read gone on the strength of a clock that was
+// wrong when it was written.
+type ScopeWitness interface {
+	// ScopeInUse reports whether scope is the digest of some pid namespace
+	// that exists now, on host h in this boot; complete is false when not
+	// every namespace, or its machine id, could be seen.
+	ScopeInUse(scope string, h Host) (used, complete bool)
+}
+
 // Seen says how far kernel evidence was looked for, for a lock without a
 // usable owner record.
 type Seen int

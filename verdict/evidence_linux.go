@@ -31,6 +31,75 @@ type KernelEvidence struct {
 	locks    map[devIno][]procLock
 	open     map[devIno][]int
 	complete bool
+
+	scopesOnce     sync.Once
+	scopes         map[string]bool
+	scopesComplete bool
+}
+
+// ScopeInUse implements ScopeWitness. It reads /proc/*/ns/pid once, and for
+// one process of each namespace the machine id of its root
+// (/proc/<pid>/root/etc/machine-id), as the writer would have read it.
+func (k *KernelEvidence) ScopeInUse(scope string, h Host) (bool, bool) {
+	k.scopesOnce.Do(func() { k.scopes, k.scopesComplete = nsScopes(h) })
+	return k.scopes[scope], k.scopesComplete
+}
+
+func nsScopes(h Host) (map[string]bool, bool) {
+	scopes := map[string]bool{}
+	if h.BootID == "" || procOurs() != nil {
+		return scopes, false
+	}
+	complete := true
+	own, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil || own != initialPidNS {
+		complete = false // other namespaces are out of sight
+	}
+	if h.MachineID != "" && own != "" {
+		scopes[ScopeDigest(h.MachineID, h.BootID, own)] = true
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return scopes, false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid")
+		switch {
+		case err == nil:
+		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
+			continue // exited
+		case ownNS(e.Name()):
+			// Its namespace link may not be read, but its status says it
+			// has a pid in no namespace below this one.
+			ns = own
+		default:
+			complete = false
+			continue
+		}
+		if h.MachineID != "" {
+			scopes[ScopeDigest(h.MachineID, h.BootID, ns)] = true
+		}
+		// The machine id the process would hash is the one under its root.
+		b, err := os.ReadFile("/proc/" + e.Name() + "/root/etc/machine-id")
+		switch {
+		case err == nil:
+			id, _, _ := strings.Cut(string(b), "\n")
+			scopes[ScopeDigest(strings.TrimSpace(id), h.BootID, ns)] = true
+		case os.IsNotExist(err):
+			// None there (or it exited): nothing it writes carries a scope.
+		case ns != own:
+			// Another namespace's root this process may not look into: a
+			// writer there may use a machine id never seen here.
+			complete = false
+		}
+		// A process of this namespace whose root cannot be read is taken
+		// to share this machine id (a supervisor of a container, a
+		// sandboxed init): the one gap; see docs/verdicts.md.
+	}
+	return scopes, complete
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -293,4 +362,20 @@ func procHides(mountinfo string) bool {
 		}
 	}
 	return hides
+}
+
+// ownNS reports whether process pid is in the pid namespace of this /proc,
+// by the NSpid line of its status (readable where ns/pid is not): one pid
+// there means no namespace below this one.
+func ownNS(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			return len(strings.Fields(v)) == 1
+		}
+	}
+	return false
 }

@@ -24,6 +24,13 @@ const (
 
 // fakeEvidence answers from a map keyed by device and inode, and remembers
 // what it was asked.
+// scopeWitness is a kernel that holds no lock on anything, and says whether
+// a scope is one of a pid namespace of this boot.
+type scopeWitness struct{ used, complete bool }
+
+func (w scopeWitness) Holders(dev, ino uint64) ([]KernelHolder, bool) { return nil, w.complete }
+func (w scopeWitness) ScopeInUse(string, Host) (bool, bool)           { return w.used, w.complete }
+
 type fakeEvidence struct {
 	held     map[[2]uint64][]KernelHolder
 	complete bool
@@ -362,7 +369,27 @@ func TestJudgeBeforeBoot(t *testing.T) {
 	// The pid is running here: it names some process of this boot, which
 	// must never be looked at for a record of another.
 	running := procs(holderPid, alive)
-	run(t, []judgeCase{
+	cases := []judgeCase{
+		{
+			// A record of this boot, from another pid namespace, dated
+			// before boot by a clock not yet set when it was written.
+			name: "scope-of-a-namespace-of-this-boot", procs: running,
+			evidence: scopeWitness{used: true, complete: true},
+			lock:     writtenAt(yearAgo),
+			want:     Foreign, reason: "its scope is that of a pid namespace of this boot", noProbe: true,
+		},
+		{
+			name: "namespaces-not-all-seen", procs: running,
+			evidence: scopeWitness{complete: false},
+			lock:     writtenAt(yearAgo),
+			want:     Foreign, reason: "not every pid namespace of this boot could be seen", noProbe: true,
+		},
+		{
+			name: "no-kernel-to-ask", procs: running,
+			evidence: NoEvidence{},
+			lock:     writtenAt(yearAgo),
+			want:     Foreign, reason: "cannot be checked here", noProbe: true,
+		},
 		{
 			name: "year-before-boot", procs: running,
 			lock: writtenAt(yearAgo),
@@ -473,7 +500,15 @@ func TestJudgeBeforeBoot(t *testing.T) {
 			want: Claimed, reason: "the record it holds is gone (" + before,
 			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, holderB(holderPid, otherScope))))),
 		},
-	})
+	}
+	for i := range cases {
+		if cases[i].evidence == nil {
+			// A kernel that saw every pid namespace of this boot, none
+			// with the record's scope.
+			cases[i].evidence = scopeWitness{complete: true}
+		}
+	}
+	run(t, cases)
 }
 
 // TestJudgeNetworkFileSystem: on a network file system a bare pid may be

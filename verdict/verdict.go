@@ -347,6 +347,19 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 			// also carries; see docs/verdicts.md.)
 			if j.sameHost(h.Host) && !fs.Remote && !j.Host.BootTime.IsZero() &&
 				!info.Mtime.IsZero() && info.Mtime.Before(j.Host.BootTime.Add(-BootMargin)) {
+				// The date says an earlier boot, but a clock that was wrong
+				// when the record was written says the same: the kernel
+				// must also know no pid namespace of this boot with it.
+				w, ok := j.Evidence.(ScopeWitness)
+				if !ok {
+					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but whether a pid namespace of this boot wrote it cannot be checked here: judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
+				}
+				switch used, complete := w.ScopeInUse(h.Scope, j.Host); {
+				case used:
+					return out(Foreign, "its scope is that of a pid namespace of this boot, though the record is dated %s, before this host booted (a clock set late?): judge it inside that namespace", stamp(info.Mtime))
+				case !complete:
+					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (run as root): judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
+				}
 				return out(Gone, "its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime))
 			}
 			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)

@@ -260,11 +260,13 @@ var (
 )
 
 type judgeCase struct {
-	name  string
-	host  func(*Host) // changes the test host, or nil
-	procs map[int]Proc
-	lock  *scan.Lock
-	want  Verdict
+	name string
+	host func(*Host) // changes the test host, or nil
+	// evidence, when set, is the Judge's kernel evidence.
+	evidence Evidence
+	procs    map[int]Proc
+	lock     *scan.Lock
+	want     Verdict
 	// reason is a part of the reason that names the branch taken.
 	reason string
 	// remove is the exact remedy; nil when none is due.
@@ -283,7 +285,7 @@ func (tc judgeCase) run(t *testing.T) {
 		tc.host(&h)
 	}
 	p := &fakeProbe{t: t, procs: tc.procs}
-	j := &Judge{Host: h, Probe: p}
+	j := &Judge{Host: h, Probe: p, Evidence: tc.evidence}
 	got := j.Judge(tc.lock)
 	checkResult(t, tc.name, got, tc.lock)
 	if got.Verdict != tc.want {
