@@ -15,7 +15,7 @@ func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new
 	switch err {
 	case nil:
 		return nil
-	case unix.ENOTSUP, unix.EINVAL, unix.ENOSYS:
+	case unix.ENOTSUP, unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS:
 		return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
 	}
 	return pathErr("rename", olddir, old, err)
