@@ -182,7 +182,9 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	l.at(Built)
 
 	host := localHost()
-	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}
+	// The kernel's lock table is asked only when a holder reads gone: a
+	// running process with a flock on the lock still holds it.
+	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: &verdict.KernelEvidence{Fresh: true}}
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
 	wait := time.Millisecond
 	var last verdict.Result
