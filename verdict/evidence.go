@@ -19,6 +19,15 @@ type Evidence interface {
 	Holders(dev, ino uint64) (hs []KernelHolder, complete bool)
 }
 
+// LockTable is Evidence that can say, cheaply, who holds an advisory lock
+// (flock, POSIX, OFD, lease) on a file, from the kernel's lock table alone.
+// A holder with Pid 0 is a lock whose taker is no longer running (an
+// inherited descriptor, an OFD lock): the lock is held all the same, by
+// whoever has that open file description.
+type LockTable interface {
+	Locks(dev, ino uint64) []KernelHolder
+}
+
 // ScopeWitness is Evidence that can also say whether a generation B scope
 // is that of a pid namespace existing now, in this boot: the digest of a
 // namespace's machine id, this boot id and the namespace. The before-boot

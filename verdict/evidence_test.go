@@ -37,6 +37,17 @@ type fakeEvidence struct {
 	asked    [][2]uint64
 }
 
+// Locks implements LockTable: the held entries that are locks, not opens.
+func (f *fakeEvidence) Locks(dev, ino uint64) []KernelHolder {
+	var hs []KernelHolder
+	for _, h := range f.held[[2]uint64{dev, ino}] {
+		if h.How != "open" {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
 func (f *fakeEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 	f.asked = append(f.asked, [2]uint64{dev, ino})
 	return f.held[[2]uint64{dev, ino}], f.complete
@@ -282,6 +293,12 @@ func TestJudgeGoneButLocked(t *testing.T) {
 		})
 	}
 	runEv(t, []evCase{
+		{
+			// The taker has exited; the lock is held by an inheritor that
+			// the kernel's lock table does not name.
+			name: "pid-file-lock-of-an-exited-taker", lock: onDisk(pidLock(pidHolder(holderPid))),
+			ev: heldBy(lockIno, KernelHolder{How: "OFD lock"}), want: Live, reason: "but the kernel's lock table still holds it (OFD lock, taken by a process that has exited",
+		},
 		{
 			name: "pid-file-held-open", lock: onDisk(pidLock(pidHolder(holderPid))),
 			ev: heldBy(lockIno, KernelHolder{Pid: 812, Comm: "cat", How: "open"}), want: Gone, reason: "pid 4242 is not running",

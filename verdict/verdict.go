@@ -221,17 +221,31 @@ func (j *Judge) kernelHolders(r Result) Result {
 // waiting acquirer opens a lock without holding it.
 func (j *Judge) lockedAnyway(r Result) Result {
 	l := r.Lock
-	if j.Evidence == nil || l.Kind == scan.KindMissing {
+	t, ok := j.Evidence.(LockTable)
+	if !ok || l.Kind == scan.KindMissing {
 		return r
 	}
-	hs, _ := j.Evidence.Holders(l.Info.Dev, l.Info.Ino)
-	for _, h := range hs {
-		if h.How == "open" {
-			continue
-		}
-		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
-		r.Reason = fmt.Sprintf("%s, but %s held by pid %d (%s): the lock is in use", r.Reason, h.How, h.Pid, h.Comm)
+	hs := t.Locks(l.Info.Dev, l.Info.Ino)
+	if len(hs) == 0 {
 		return r
+	}
+	h := hs[0]
+	if h.Pid == 0 {
+		// Its taker has exited: name who has it open, which costs a scan of
+		// every process's files, asked only in this rare case.
+		all, _ := j.Evidence.Holders(l.Info.Dev, l.Info.Ino)
+		for _, o := range all {
+			if o.How != "open" && o.Pid > 0 {
+				h = o
+				break
+			}
+		}
+	}
+	r.Verdict, r.Remove, r.Caveat = Live, nil, ""
+	if h.Pid > 0 {
+		r.Reason = fmt.Sprintf("%s, but %s held by pid %d (%s): the lock is in use", r.Reason, h.How, h.Pid, h.Comm)
+	} else {
+		r.Reason = fmt.Sprintf("%s, but the kernel's lock table still holds it (%s, taken by a process that has exited: an inherited descriptor or an OFD lock keeps it): the lock is in use", r.Reason, h.How)
 	}
 	return r
 }
