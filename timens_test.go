@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
 )
@@ -70,4 +72,52 @@ func TestTimeNamespace(t *testing.T) {
 	if len(doc.Locks) != 2 {
 		t.Errorf("doctor in a time namespace judged %d locks, want 2", len(doc.Locks))
 	}
+}
+
+// TestTimeNamespaceNegative: in a time namespace whose boottime offset is
+// negative and larger than a holder's start, the kernel shows that start
+// wrapped below zero. The holder stays held there: doctor never reads it
+// gone, and --fix leaves it.
+func TestTimeNamespaceNegative(t *testing.T) {
+	r := lcNewReaper(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare (util-linux)")
+	}
+	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
+		t.Skipf("this kernel has no time namespaces: %v", err)
+	}
+	dir := t.TempDir()
+	s := r.sleeper()
+	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "x.lock"))
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	start, _ := strconv.ParseUint(f[19], 10, 64)
+	// An offset just past the holder's start: the namespace's boot falls
+	// after it. The kernel refuses an offset past the uptime, so wait for
+	// the uptime to pass it.
+	off := start/100 + 1
+	testutil.WaitFor(t, 10*time.Second, "the uptime to pass the holder's start by a second", func() bool {
+		u, _ := os.ReadFile("/proc/uptime")
+		secs, _ := strconv.ParseFloat(strings.Fields(string(u) + " 0")[0], 64)
+		return secs > float64(off)+0.2
+	})
+	before := testutil.Snapshot(t, dir)
+	for _, args := range [][]string{{"doctor", "--json", dir}, {"doctor", "--fix", "--json", dir}} {
+		p := r.start(nil, append([]string{unshare, "--time", "--boottime", "-" + strconv.FormatUint(off, 10), "--fork", lcBinary(t)}, args...)...)
+		code := p.wait(time.Minute)
+		var doc lcDoc
+		if err := json.Unmarshal([]byte(p.outText()), &doc); err != nil {
+			t.Fatalf("%v: exit %d, %v\n%s\n%s", args, code, err, p.outText(), p.errText())
+		}
+		for _, l := range doc.Locks {
+			if l.Verdict == "gone" {
+				t.Errorf("%v with boottime offset -%ds: a live holder reads gone: %s", args, off, l.Reason)
+			}
+		}
+	}
+	testutil.SameTree(t, dir, before)
 }

@@ -127,6 +127,8 @@ func readStat(pid int) (Proc, error) {
 	switch {
 	case off.err != nil:
 		p.Start, p.HasStart, p.Err = 0, false, off.err
+	case off.ticks < 0 && !startPlausible(start):
+		p.Start, p.HasStart, p.Err = 0, false, fmt.Errorf("%s: start time %d is after now: the process started before this time namespace's boot (offset %d ticks), so its start cannot be read here", path, start, off.ticks)
 	case off.ticks > 0 && start < uint64(off.ticks):
 		p.Start, p.HasStart, p.Err = 0, false, fmt.Errorf("%s: start time %d is below this time namespace's boottime offset (%d ticks)", path, start, off.ticks)
 	default:
@@ -259,4 +261,17 @@ func clockTicks() int64 {
 		}
 	}
 	return 100
+}
+
+// startPlausible: a start time (as shown in this time namespace) no later
+// than this namespace's CLOCK_BOOTTIME now. A process that started before
+// a negative boottime offset would make the boot shows a wrapped value.
+func startPlausible(start uint64) bool {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil || ts.Sec < 0 {
+		return false
+	}
+	t := uint64(clockTicks())
+	now := uint64(ts.Sec)*t + uint64(ts.Nsec)*t/1e9
+	return start <= now
 }
