@@ -287,12 +287,26 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 
 // scanTaskFds indexes the files pid's threads have open, through
 // /proc/<pid>/task/<tid>/fd. It returns false when they could not be seen.
-func (k *KernelEvidence) scanTaskFds(pid int) bool {
+func (k *KernelEvidence) scanTaskFds(pid int) (ok bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tids, err := os.ReadDir(dir)
 	if err != nil {
 		return os.IsNotExist(err) || exited(pid)
 	}
+	seen := false
+	defer func() {
+		// A thread listed may exit (its fd directory gone, or empty) while
+		// others, started since, hold the same files: seeing none of them
+		// proves nothing unless the process has exited.
+		if ok && !seen {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err == nil {
+				if st, _, _, err := ParseStat(b); err == nil && (st == 'Z' || st == 'X') && !statExited(b, st) {
+					ok = false // a threaded process whose files were not seen
+				}
+			}
+		}
+	}()
 	for _, t := range tids {
 		if t.Name() == strconv.Itoa(pid) {
 			continue
@@ -306,7 +320,11 @@ func (k *KernelEvidence) scanTaskFds(pid int) bool {
 		}
 		names, err := f.Readdirnames(-1)
 		if err == nil {
-			k.index(pid, f, names)
+			// A read counts only when every descriptor listed could be
+			// followed: a thread that exits mid-read loses its files.
+			if got := k.index(pid, f, names); got > 0 && got == len(names) {
+				seen = true
+			}
 		}
 		f.Close()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
@@ -318,7 +336,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) bool {
 
 // index records pid as holding each file open in the fd directory f, whose
 // entries are names.
-func (k *KernelEvidence) index(pid int, f *os.File, names []string) {
+func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count int) {
 	fd := int(f.Fd())
 	for _, n := range names {
 		var st unix.Statx_t
@@ -329,10 +347,12 @@ func (k *KernelEvidence) index(pid int, f *os.File, names []string) {
 			continue
 		}
 		key := devIno{unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino}
+		count++
 		if l := k.open[key]; len(l) == 0 || l[len(l)-1] != pid {
 			k.open[key] = append(l, pid)
 		}
 	}
+	return count
 }
 
 // parseProcLock parses one line of /proc/locks:
