@@ -7,8 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
@@ -83,4 +87,131 @@ func TestBeforeBootLiveNamespace(t *testing.T) {
 	before := testutil.Snapshot(t, dir)
 	r.lockctl(nil, "doctor", "--fix", dir)
 	testutil.SameTree(t, dir, before)
+}
+
+// jailSleeper builds a static program that sleeps for an hour into
+// jail/sleeper, and starts it in a new pid namespace chrooted to jail. It
+// returns its pid and its pid namespace.
+func jailSleeper(t *testing.T, r *lcReaper, jail string) (int, string) {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare (util-linux)")
+	}
+	src := filepath.Join(t.TempDir(), "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"time\"\n\nfunc main() { time.Sleep(time.Hour) }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(jail, "sleeper"), src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	u := r.start(nil, unshare, "--pid", "--fork", "--root="+jail, "/sleeper")
+	t.Cleanup(u.kill)
+	var pid int
+	testutil.WaitFor(t, 10*time.Second, "the jailed sleeper to start", func() bool {
+		for _, c := range lcChildren(u.pid) {
+			pid = c
+			return true
+		}
+		return u.done()
+	})
+	if pid == 0 {
+		t.Fatalf("unshare --root did not run: %s", u.errText())
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid, ns
+}
+
+// beforeBootLock makes dir/q.lock, a generation B lock of this host with
+// scope, dated a year back.
+func beforeBootLock(t *testing.T, dir, scope string) {
+	t.Helper()
+	lock := filepath.Join(dir, "q.lock")
+	tok := testutil.TokenB(1, 1)
+	rec := filepath.Join(lock, "holder."+tok)
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rec, testutil.RecB(tok, 1, verdict.LocalHost().Name, scope), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yearAgo := time.Now().AddDate(-1, 0, 0)
+	for _, p := range []string{rec, lock} {
+		if err := os.Chtimes(p, yearAgo, yearAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBeforeBootJails: the machine id of another namespace is read as its
+// processes read it, inside their root, and a hostile one cannot stall or
+// sink doctor. A namespace whose /etc/machine-id is an absolute link (to a
+// file in its own root) keeps its record of this boot foreign; one whose
+// machine id is a FIFO, or /dev/zero, leaves the look incomplete (foreign),
+// at once.
+func TestBeforeBootJails(t *testing.T) {
+	r := lcNewReaper(t)
+	host := verdict.LocalHost()
+	if host.BootID == "" {
+		t.Skip("no boot id")
+	}
+	t.Run("link", func(t *testing.T) {
+		jail := t.TempDir()
+		const mid = "cafecafecafecafecafecafecafecafe"
+		for _, d := range []string{"etc", "run"} {
+			if err := os.Mkdir(filepath.Join(jail, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(jail, "run", "mid"), []byte(mid+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/run/mid", filepath.Join(jail, "etc", "machine-id")); err != nil {
+			t.Fatal(err)
+		}
+		_, ns := jailSleeper(t, r, jail)
+		dir := t.TempDir()
+		beforeBootLock(t, dir, verdict.ScopeDigest(mid, host.BootID, ns))
+		if got := r.doctor(dir)["q.lock"]; got.Verdict != "foreign" {
+			t.Errorf("a live jailed namespace's record reads %s (%s), want foreign", got.Verdict, got.Reason)
+		}
+	})
+	for _, kind := range []string{"fifo", "zero"} {
+		t.Run(kind, func(t *testing.T) {
+			jail := t.TempDir()
+			if err := os.Mkdir(filepath.Join(jail, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			id := filepath.Join(jail, "etc", "machine-id")
+			var err error
+			if kind == "fifo" {
+				err = syscall.Mkfifo(id, 0o644)
+			} else {
+				// /dev/zero of its own root, where the link resolves.
+				if err = os.Mkdir(filepath.Join(jail, "dev"), 0o755); err == nil {
+					err = syscall.Mknod(filepath.Join(jail, "dev", "zero"), syscall.S_IFCHR|0o666, int(unix.Mkdev(1, 5)))
+				}
+				if err == nil {
+					err = os.Symlink("/dev/zero", id)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			jailSleeper(t, r, jail)
+			dir := t.TempDir()
+			beforeBootLock(t, dir, strings.Repeat("ab", 32))
+			p := r.start(nil, lcBinary(t), "doctor", "--json", dir)
+			p.wait(20 * time.Second) // a doctor that blocks in open(2) fails here
+			if !strings.Contains(p.outText(), `"verdict": "foreign"`) {
+				t.Errorf("with a %s for a machine id, doctor says:\n%s\n%s", kind, p.outText(), p.errText())
+			}
+		})
+	}
 }

@@ -5,11 +5,13 @@ package verdict
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,9 +46,31 @@ type KernelEvidence struct {
 // one process of each namespace the machine id of its root
 // (/proc/<pid>/root/etc/machine-id), as the writer would have read it.
 func (k *KernelEvidence) ScopeInUse(scope string, h Host) (bool, bool) {
-	k.scopesOnce.Do(func() { k.scopes, k.scopesComplete = nsScopes(h) })
+	k.scopesOnce.Do(func() {
+		// A process's root may be a hung FUSE or NFS mount: the look gets
+		// a deadline, past which it is incomplete. (The goroutine left
+		// waiting is killed with the process.)
+		type answer struct {
+			scopes   map[string]bool
+			complete bool
+		}
+		done := make(chan answer, 1)
+		go func() {
+			s, c := nsScopes(h)
+			done <- answer{s, c}
+		}()
+		select {
+		case a := <-done:
+			k.scopes, k.scopesComplete = a.scopes, a.complete
+		case <-time.After(scopeDeadline):
+			k.scopes, k.scopesComplete = map[string]bool{}, false
+		}
+	})
 	return k.scopes[scope], k.scopesComplete
 }
+
+// scopeDeadline bounds the look at every process's machine id.
+const scopeDeadline = 3 * time.Second
 
 func nsScopes(h Host) (map[string]bool, bool) {
 	scopes := map[string]bool{}
@@ -54,6 +78,9 @@ func nsScopes(h Host) (map[string]bool, bool) {
 		return scopes, false
 	}
 	complete := true
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || procHides(string(b)) {
+		complete = false // some processes are left out of /proc
+	}
 	own, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil || own != initialPidNS {
 		complete = false // other namespaces are out of sight
@@ -65,6 +92,7 @@ func nsScopes(h Host) (map[string]bool, bool) {
 	if err != nil {
 		return scopes, false
 	}
+	ids := map[devIno]string{} // machine id under each root read
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -85,13 +113,13 @@ func nsScopes(h Host) (map[string]bool, bool) {
 		if h.MachineID != "" {
 			scopes[ScopeDigest(h.MachineID, h.BootID, ns)] = true
 		}
-		// The machine id the process would hash is the one under its root.
-		b, err := os.ReadFile("/proc/" + e.Name() + "/root/etc/machine-id")
+		// The machine id the process would hash is the one under its root,
+		// read once per namespace and root.
+		id, err := machineIDIn(e.Name(), ids)
 		switch {
 		case err == nil:
-			id, _, _ := strings.Cut(string(b), "\n")
-			scopes[ScopeDigest(strings.TrimSpace(id), h.BootID, ns)] = true
-		case os.IsNotExist(err):
+			scopes[ScopeDigest(id, h.BootID, ns)] = true
+		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
 			// None there (or it exited): nothing it writes carries a scope.
 		case ns != own:
 			// Another namespace's root this process may not look into: a
@@ -438,4 +466,61 @@ func ownNS(pid string) bool {
 		}
 	}
 	return false
+}
+
+// machineIDIn reads the first line of etc/machine-id under the root of
+// process pid, as that process would: resolved inside its root
+// (RESOLVE_IN_ROOT, so an absolute link there means its root, not this
+// one's), never through a magic link, without blocking on a FIFO or a
+// device, and at most 64 bytes of a regular file. ids remembers the id
+// under each root (device and inode) already read, so that each is read
+// once.
+func machineIDIn(pid string, ids map[devIno]string) (string, error) {
+	rfd, err := unix.Open("/proc/"+pid+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(rfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil {
+		return "", err
+	}
+	root := devIno{st.Dev, st.Ino}
+	if id, ok := ids[root]; ok {
+		if id == "" {
+			return "", fs.ErrNotExist
+		}
+		return id, nil
+	}
+	fd, err := unix.Openat2(rfd, "etc/machine-id", &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == unix.ENOENT {
+		ids[root] = ""
+		return "", fs.ErrNotExist
+	}
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", fmt.Errorf("/proc/%s/root/etc/machine-id is not a regular file", pid)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	id := strings.TrimSpace(line)
+	if id == "" {
+		ids[root] = ""
+		return "", fs.ErrNotExist // an empty machine id: no scope from there
+	}
+	ids[root] = id
+	return id, nil
 }
