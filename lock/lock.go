@@ -183,8 +183,9 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 
 	host := localHost()
 	// The kernel's lock table is asked only when a holder reads gone: a
-	// running process with a flock on the lock still holds it.
-	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: &verdict.KernelEvidence{Fresh: true}}
+	// running process with a flock on the lock still holds it. Nothing else
+	// of the kernel's evidence: acquire never breaks an owner-less lock.
+	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &verdict.KernelEvidence{Fresh: true}}}
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
 	wait := time.Millisecond
 	var last verdict.Result
