@@ -605,3 +605,24 @@ func TestJudgeNetworkFileSystem(t *testing.T) {
 		},
 	})
 }
+
+// TestLocksOnly: the evidence acquire judges with answers the lock table
+// and nothing else: no scan of open files for an owner-less lock, and no
+// before-boot record taken for gone.
+func TestLocksOnly(t *testing.T) {
+	full := &fakeEvidence{complete: true, held: map[[2]uint64][]KernelHolder{{evDev, lockIno}: {{Pid: 812, Comm: "rsync", How: "flock"}}}}
+	lo := LocksOnly{Evidence: full}
+	if hs, complete := lo.Holders(evDev, lockIno); hs != nil || complete {
+		t.Errorf("LocksOnly.Holders = %v, %v; want nothing, incomplete", hs, complete)
+	}
+	if len(full.asked) != 0 {
+		t.Errorf("LocksOnly asked the full evidence about %v", full.asked)
+	}
+	if hs := lo.Locks(evDev, lockIno); len(hs) != 1 || hs[0].Pid != 812 {
+		t.Errorf("LocksOnly.Locks = %v, want the flock of pid 812", hs)
+	}
+	var e Evidence = LocksOnly{Evidence: scopeWitness{complete: true}}
+	if _, ok := e.(ScopeWitness); ok {
+		t.Error("LocksOnly is a ScopeWitness: the before-boot rule could fire on its word")
+	}
+}
