@@ -460,12 +460,7 @@ func ownNS(pid string) bool {
 	if err != nil {
 		return false
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			return len(strings.Fields(v)) == 1
-		}
-	}
-	return false
+	return len(nsPids(string(b))) == 1
 }
 
 // machineIDIn reads the first line of etc/machine-id under the root of

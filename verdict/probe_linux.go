@@ -99,8 +99,31 @@ var procOurs = sync.OnceValue(func() error {
 	if self != strconv.Itoa(os.Getpid()) {
 		return fmt.Errorf("the /proc mounted here belongs to another pid namespace (/proc/self is %s, this is pid %d): mount this namespace's /proc", self, os.Getpid())
 	}
+	// The same number in both namespaces (by chance, or clone3's set_tid)
+	// passes the test above; NSpid lists this process's pid in every
+	// namespace from /proc's down to its own, and is one pid only when
+	// they are the same.
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("cannot read /proc/self/status: %w", errors.Unwrap(err))
+	}
+	if pids := nsPids(string(b)); len(pids) > 1 {
+		return fmt.Errorf("the /proc mounted here belongs to another pid namespace (this process is pid %s there): mount this namespace's /proc", pids[0])
+	}
 	return nil
 })
+
+// nsPids returns the pids of the NSpid line of a /proc/<pid>/status: one
+// for each pid namespace from that of the /proc read down to the
+// process's own. A kernel before 4.1 has no such line: nil.
+func nsPids(status string) []string {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			return strings.Fields(v)
+		}
+	}
+	return nil
+}
 
 func readStat(pid int) (Proc, error) {
 	if err := procOurs(); err != nil {

@@ -122,3 +122,21 @@ func TestEvidenceUnderHidepid(t *testing.T) {
 		t.Errorf("the kernel evidence counts as complete under hidepid=invisible: %s", out)
 	}
 }
+
+// TestNsPids: a process with the same number in two pid namespaces is told
+// apart from one in /proc's own by the NSpid line of its status.
+func TestNsPids(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		want   int
+	}{
+		{"Name:\tx\nNSpid:\t30000\nNSpgid:\t1\n", 1},
+		{"Name:\tx\nNSpid:\t30000\t30000\n", 2},
+		{"Name:\tx\nNSpid:\t812\t5\t1\n", 3},
+		{"Name:\tx\nPid:\t812\n", 0},
+	} {
+		if got := nsPids(tc.status); len(got) != tc.want {
+			t.Errorf("nsPids(%q) = %q, want %d pids", tc.status, got, tc.want)
+		}
+	}
+}
