@@ -221,19 +221,32 @@ func (j *Judge) kernelHolders(r Result) Result {
 // waiting acquirer opens a lock without holding it.
 func (j *Judge) lockedAnyway(r Result) Result {
 	l := r.Lock
-	t, ok := j.Evidence.(LockTable)
-	if !ok || l.Kind == scan.KindMissing {
+	if l.Kind == scan.KindMissing {
 		return r
 	}
-	hs := t.Locks(l.Info.Dev, l.Info.Ino)
+	if by, ok := j.lockedBy(l.Info); ok {
+		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
+		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, by)
+	}
+	return r
+}
+
+// lockedBy says who the kernel's lock table shows holding an advisory lock
+// on the file info describes, if anyone.
+func (j *Judge) lockedBy(info fsx.Stat) (string, bool) {
+	t, ok := j.Evidence.(LockTable)
+	if !ok || info.Ino == 0 {
+		return "", false
+	}
+	hs := t.Locks(info.Dev, info.Ino)
 	if len(hs) == 0 {
-		return r
+		return "", false
 	}
 	h := hs[0]
 	if h.Pid == 0 {
 		// Its taker has exited: name who has it open, which costs a scan of
 		// every process's files, asked only in this rare case.
-		all, _ := j.Evidence.Holders(l.Info.Dev, l.Info.Ino)
+		all, _ := j.Evidence.Holders(info.Dev, info.Ino)
 		for _, o := range all {
 			if o.How != "open" && o.Pid > 0 {
 				h = o
@@ -241,13 +254,10 @@ func (j *Judge) lockedAnyway(r Result) Result {
 			}
 		}
 	}
-	r.Verdict, r.Remove, r.Caveat = Live, nil, ""
 	if h.Pid > 0 {
-		r.Reason = fmt.Sprintf("%s, but %s held by pid %d (%s): the lock is in use", r.Reason, h.How, h.Pid, h.Comm)
-	} else {
-		r.Reason = fmt.Sprintf("%s, but the kernel's lock table still holds it (%s, taken by a process that has exited: an inherited descriptor or an OFD lock keeps it): the lock is in use", r.Reason, h.How)
+		return fmt.Sprintf("%s held by pid %d (%s)", h.How, h.Pid, h.Comm), true
 	}
-	return r
+	return fmt.Sprintf("the kernel's lock table still holds it (%s, taken by a process that has exited: an inherited descriptor or an OFD lock keeps it)", h.How), true
 }
 
 func (j *Judge) judge(l *scan.Lock) Result {
@@ -634,6 +644,11 @@ func (j *Judge) claimed(r Result) Result {
 		rec = j.record(l, &c.Record)
 	default:
 		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
+		if by, ok := j.lockedBy(c.Record.Info); ok && rec.v == Gone {
+			// A pid file claimed by a break, still flocked by someone: its
+			// lock is in use, and goes back rather than away.
+			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+		}
 	}
 	r.Holder = c.Record.Holder
 	r.Started = rec.started
