@@ -27,13 +27,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestProbeForeignProc: in a new pid namespace whose /proc is still the
-// old one's, this process is pid 1 there, and /proc/1 is someone else. The
-// probe must not take that stranger's state and start time for its own,
-// and the kernel evidence must not count as complete.
-func TestProbeForeignProc(t *testing.T) {
+// probeSelfUnder runs this test binary as `unshare ARGS` (the binary's path
+// in place of "{}") in the probeSelfEnv mode, and returns what it printed.
+// It skips the test where unshare cannot run.
+func probeSelfUnder(t *testing.T, args ...string) []byte {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("unshare --pid needs root")
+		t.Skip("unshare needs root")
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
@@ -43,12 +43,26 @@ func TestProbeForeignProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(unshare, "--pid", "--fork", self)
+	for i, a := range args {
+		if a == "{}" {
+			args[i] = self
+		}
+	}
+	cmd := exec.Command(unshare, args...)
 	cmd.Env = append(os.Environ(), probeSelfEnv+"=1")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Skipf("unshare --pid --fork: %v (not permitted here?)", err)
+		t.Skipf("unshare %v: %v (not permitted here?)", args, err)
 	}
+	return out
+}
+
+// TestProbeForeignProc: in a new pid namespace whose /proc is still the
+// old one's, this process is pid 1 there, and /proc/1 is someone else. The
+// probe must not take that stranger's state and start time for its own,
+// and the kernel evidence must not count as complete.
+func TestProbeForeignProc(t *testing.T) {
+	out := probeSelfUnder(t, "--pid", "--fork", "{}")
 	var got struct {
 		Pid      int
 		State    State
@@ -97,23 +111,7 @@ func TestProcHides(t *testing.T) {
 // kernel evidence never counts as complete: the listing may leave out the
 // very process that holds a lock.
 func TestEvidenceUnderHidepid(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting /proc needs root")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("no unshare (util-linux)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(unshare, "--mount", "sh", "-c", `mount -t proc -o hidepid=invisible proc /proc && exec "$0"`, self)
-	cmd.Env = append(os.Environ(), probeSelfEnv+"=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("cannot mount a hidepid /proc here: %v", err)
-	}
+	out := probeSelfUnder(t, "--mount", "sh", "-c", `mount -t proc -o hidepid=invisible proc /proc && exec "$0"`, "{}")
 	var got struct{ Complete bool }
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
