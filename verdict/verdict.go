@@ -644,10 +644,12 @@ func (j *Judge) claimed(r Result) Result {
 		rec = j.record(l, &c.Record)
 	default:
 		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
-		if by, ok := j.lockedBy(c.Record.Info); ok && rec.v == Gone {
+		if rec.v == Gone {
 			// A pid file claimed by a break, still flocked by someone: its
 			// lock is in use, and goes back rather than away.
-			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+			if by, ok := j.lockedBy(c.Record.Info); ok {
+				rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+			}
 		}
 	}
 	r.Holder = c.Record.Holder
