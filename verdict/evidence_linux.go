@@ -42,9 +42,9 @@ type KernelEvidence struct {
 	scopesComplete bool
 }
 
-// ScopeInUse implements ScopeWitness. It reads /proc/*/ns/pid once, and for
-// one process of each namespace the machine id of its root
-// (/proc/<pid>/root/etc/machine-id), as the writer would have read it.
+// ScopeInUse implements ScopeWitness. It reads /proc/*/ns/pid once, and the
+// machine id under each process's root (once per root), as a writer there
+// would have read it.
 func (k *KernelEvidence) ScopeInUse(scope string, h Host) (bool, bool) {
 	k.scopesOnce.Do(func() {
 		// A process's root may be a hung FUSE or NFS mount: the look gets
@@ -78,8 +78,8 @@ func nsScopes(h Host) (map[string]bool, bool) {
 		return scopes, false
 	}
 	complete := true
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || procHides(string(b)) {
-		complete = false // some processes are left out of /proc
+	if procHidesSome() {
+		complete = false
 	}
 	own, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil || own != initialPidNS {
@@ -113,8 +113,7 @@ func nsScopes(h Host) (map[string]bool, bool) {
 		if h.MachineID != "" {
 			scopes[ScopeDigest(h.MachineID, h.BootID, ns)] = true
 		}
-		// The machine id the process would hash is the one under its root,
-		// read once per namespace and root.
+		// The machine id the process would hash is the one under its root.
 		id, err := machineIDIn(e.Name(), ids)
 		switch {
 		case err == nil:
@@ -201,8 +200,7 @@ func (k *KernelEvidence) gather() {
 		return
 	}
 	k.complete = true
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || procHides(string(b)) {
-		// hidepid or subset: some processes are left out of /proc.
+	if procHidesSome() {
 		k.complete = false
 	}
 	k.readLocks()
@@ -423,6 +421,13 @@ func exited(pid int) bool {
 	}
 	state, _, _, err := ParseStat(b)
 	return err == nil && statExited(b, state)
+}
+
+// procHidesSome reports whether the /proc here leaves processes out of its
+// listing (hidepid, subset), or whether that cannot be told.
+func procHidesSome() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	return err != nil || procHides(string(b))
 }
 
 // procHides reports whether the /proc mounted on top at /proc, according to
