@@ -327,7 +327,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok bool) {
 		if ok && !seen {
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 			if err == nil {
-				if st, _, _, err := ParseStat(b); err == nil && (st == 'Z' || st == 'X') && !statExited(b, st) {
+				if st, _, _, err := ParseStat(b); err == nil && (st == 'Z' || st == 'X') && threadsRun(pid) {
 					ok = false // a threaded process whose files were not seen
 				}
 			}
@@ -523,4 +523,45 @@ func machineIDIn(pid string, ids map[devIno]string) (string, error) {
 	}
 	ids[root] = id
 	return id, nil
+}
+
+// pfExiting is PF_EXITING in a task's flags (field 9 of its stat).
+const pfExiting = 0x4
+
+// threadsRun reports whether a thread of pid other than its leader runs
+// on: one without PF_EXITING. A whole thread group that is exiting shows
+// its leader Z for a moment while the other threads finish; it holds
+// nothing. A thread whose flags cannot be read is doubt: running.
+func threadsRun(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	for _, t := range tids {
+		if t.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
+		if err != nil {
+			if os.IsNotExist(err) || errors.Is(err, unix.ESRCH) {
+				continue // that thread is gone
+			}
+			return true
+		}
+		end := strings.LastIndexByte(string(b), ')')
+		if end < 0 {
+			return true
+		}
+		f := strings.Fields(string(b[end+1:]))
+		// f[0] is field 3 (the state); field 9 (flags) is f[6].
+		if len(f) < 7 {
+			return true
+		}
+		flags, err := strconv.ParseUint(f[6], 10, 64)
+		if err != nil || flags&pfExiting == 0 {
+			return true
+		}
+	}
+	return false
 }
