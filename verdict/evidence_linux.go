@@ -549,16 +549,11 @@ func threadsRun(pid int) bool {
 			}
 			return true
 		}
-		end := strings.LastIndexByte(string(b), ')')
-		if end < 0 {
+		f, ok := statField(b, 9) // flags
+		if !ok {
 			return true
 		}
-		f := strings.Fields(string(b[end+1:]))
-		// f[0] is field 3 (the state); field 9 (flags) is f[6].
-		if len(f) < 7 {
-			return true
-		}
-		flags, err := strconv.ParseUint(f[6], 10, 64)
+		flags, err := strconv.ParseUint(f, 10, 64)
 		if err != nil || flags&pfExiting == 0 {
 			return true
 		}

@@ -105,17 +105,27 @@ func statExited(b []byte, state byte) bool {
 	if state != 'Z' && state != 'X' && state != 'x' {
 		return false
 	}
-	end := strings.LastIndexByte(string(b), ')')
-	if end < 0 {
+	f, ok := statField(b, 20) // num_threads
+	if !ok {
 		return false
+	}
+	n, err := strconv.ParseInt(f, 10, 64)
+	return err == nil && n <= 1
+}
+
+// statField returns field n (numbered from 1, as in proc(5); n >= 3) of a
+// /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat, counted from after the
+// command's last ')'.
+func statField(b []byte, n int) (string, bool) {
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 || n < 3 {
+		return "", false
 	}
 	fields := strings.Fields(string(b[end+1:]))
-	// fields[0] is field 3; field 20 (num_threads) is fields[17].
-	if len(fields) < 18 {
-		return false
+	if len(fields) < n-2 {
+		return "", false
 	}
-	n, err := strconv.ParseInt(fields[17], 10, 64)
-	return err == nil && n <= 1
+	return fields[n-3], true
 }
 
 // Host is what lockctl knows about the machine, boot and pid namespace it

@@ -114,3 +114,22 @@ func FuzzParseStat(f *testing.F) {
 		}
 	})
 }
+
+func TestStatField(t *testing.T) {
+	const b = "42 (a b) c) S 1 42 42 0 -1 4194564 0 0"
+	for _, tc := range []struct {
+		n    int
+		want string
+		ok   bool
+	}{
+		{3, "S", true}, {4, "1", true}, {9, "4194564", true}, {12, "0", true},
+		{13, "", false}, {2, "", false}, {1, "", false},
+	} {
+		if got, ok := statField([]byte(b), tc.n); got != tc.want || ok != tc.ok {
+			t.Errorf("statField(%d) = %q, %v; want %q, %v", tc.n, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := statField([]byte("no parenthesis here"), 3); ok {
+		t.Error("statField found a field in a line with no command")
+	}
+}
