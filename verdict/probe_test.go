@@ -122,8 +122,8 @@ func TestStatField(t *testing.T) {
 		want string
 		ok   bool
 	}{
-		{3, "S", true}, {4, "1", true}, {9, "4194564", true}, {12, "0", true},
-		{13, "", false}, {2, "", false}, {1, "", false},
+		{3, "S", true}, {4, "1", true}, {9, "4194564", true}, {11, "0", true},
+		{12, "", false}, {2, "", false}, {1, "", false},
 	} {
 		if got, ok := statField([]byte(b), tc.n); got != tc.want || ok != tc.ok {
 			t.Errorf("statField(%d) = %q, %v; want %q, %v", tc.n, got, ok, tc.want, tc.ok)
