@@ -643,14 +643,7 @@ func (j *Judge) claimed(r Result) Result {
 	case c.Record.Err != nil:
 		rec = j.record(l, &c.Record)
 	default:
-		rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
-		if rec.v == Gone {
-			// A pid file claimed by a break, still flocked by someone: its
-			// lock is in use, and goes back rather than away.
-			if by, ok := j.lockedBy(c.Record.Info); ok {
-				rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
-			}
-		}
+		rec = j.claimedRecord(l, c)
 	}
 	r.Holder = c.Record.Holder
 	r.Started = rec.started
@@ -726,7 +719,7 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 		if c.Record.Err != nil || c.Record.Holder == nil {
 			rec = j.record(l, &c.Record)
 		} else {
-			rec = j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
+			rec = j.claimedRecord(l, c)
 		}
 		if !makerGone || rec.v != Gone {
 			done = false
@@ -747,6 +740,19 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 	}
 	r.Remove = append(r.Remove, steps...)
 	return r
+}
+
+// claimedRecord judges the holder record a claim holds. A record of a gone
+// holder that a running process still flocks (a pid file claimed by a
+// break) is in use: live, so it goes back rather than away.
+func (j *Judge) claimedRecord(l *scan.Lock, c scan.Claim) judged {
+	rec := j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
+	if rec.v == Gone {
+		if by, ok := j.lockedBy(c.Record.Info); ok {
+			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+		}
+	}
+	return rec
 }
 
 // unreadable reports whether a side file could not be read at all (as
