@@ -305,34 +305,54 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 	if len(names) == 0 {
 		// A process whose main thread has exited shows no files here,
 		// while its other threads, which share its files, hold them open.
-		return k.scanTaskFds(pid)
+		return k.scanLeaderless(pid)
 	}
 	k.index(pid, f, names)
 	return true
 }
 
+// scanLeaderless looks at a process that showed no open files. If its
+// leader is alive, it has none. If its leader has exited but not the
+// process, its threads' files are read instead; threads come and go while
+// that is done, so it counts only when one thread's files were read in
+// full, and is tried a few times (the process may also be exiting) before
+// the look is called incomplete. It returns false when the files could not
+// be seen.
+func (k *KernelEvidence) scanLeaderless(pid int) bool {
+	for attempt := 0; ; attempt++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
+		}
+		state, _, _, err := ParseStat(b)
+		switch {
+		case err != nil:
+			return false
+		case state != 'Z' && state != 'X' && state != 'x':
+			return true // a live leader with nothing open
+		case statExited(b, state):
+			return true // exited: it holds nothing
+		}
+		ok, seen := k.scanTaskFds(pid)
+		if !ok {
+			return false
+		}
+		if seen || attempt == 4 {
+			return seen
+		}
+		time.Sleep(time.Millisecond << attempt)
+	}
+}
+
 // scanTaskFds indexes the files pid's threads have open, through
-// /proc/<pid>/task/<tid>/fd. It returns false when they could not be seen.
-func (k *KernelEvidence) scanTaskFds(pid int) (ok bool) {
+// /proc/<pid>/task/<tid>/fd. seen says whether some thread's were read in
+// full; ok is false when something could not be read.
+func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tids, err := os.ReadDir(dir)
 	if err != nil {
-		return os.IsNotExist(err) || exited(pid)
+		return os.IsNotExist(err), false
 	}
-	seen := false
-	defer func() {
-		// A thread listed may exit (its fd directory gone, or empty) while
-		// others, started since, hold the same files: seeing none of them
-		// proves nothing unless the process has exited.
-		if ok && !seen {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-			if err == nil {
-				if st, _, _, err := ParseStat(b); err == nil && (st == 'Z' || st == 'X') && threadsRun(pid) {
-					ok = false // a threaded process whose files were not seen
-				}
-			}
-		}
-	}()
 	for _, t := range tids {
 		if t.Name() == strconv.Itoa(pid) {
 			continue
@@ -340,7 +360,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok bool) {
 		f, err := os.Open(dir + "/" + t.Name() + "/fd")
 		if err != nil {
 			if !os.IsNotExist(err) {
-				return false
+				return false, seen
 			}
 			continue
 		}
@@ -354,10 +374,10 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok bool) {
 		}
 		f.Close()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
-			return false
+			return false, seen
 		}
 	}
-	return true
+	return true, seen
 }
 
 // index records pid as holding each file open in the fd directory f, whose
@@ -523,40 +543,4 @@ func machineIDIn(pid string, ids map[devIno]string) (string, error) {
 	}
 	ids[root] = id
 	return id, nil
-}
-
-// pfExiting is PF_EXITING in a task's flags (field 9 of its stat).
-const pfExiting = 0x4
-
-// threadsRun reports whether a thread of pid other than its leader runs
-// on: one without PF_EXITING. A whole thread group that is exiting shows
-// its leader Z for a moment while the other threads finish; it holds
-// nothing. A thread whose flags cannot be read is doubt: running.
-func threadsRun(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tids, err := os.ReadDir(dir)
-	if err != nil {
-		return !os.IsNotExist(err)
-	}
-	for _, t := range tids {
-		if t.Name() == strconv.Itoa(pid) {
-			continue
-		}
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
-		if err != nil {
-			if os.IsNotExist(err) || errors.Is(err, unix.ESRCH) {
-				continue // that thread is gone
-			}
-			return true
-		}
-		f, ok := statField(b, 9) // flags
-		if !ok {
-			return true
-		}
-		flags, err := strconv.ParseUint(f, 10, 64)
-		if err != nil || flags&pfExiting == 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -31,9 +31,42 @@ int main(int argc, char **argv) {
 }
 `
 
+// threadChurn is leaderExited whose other thread starts the next thread and
+// exits, over and over: at any moment the file is held by a thread that may
+// be gone by the time it is looked at.
+const threadChurn = `#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *run(void *a) {
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	while (pthread_create(&t, &at, run, 0) != 0)
+		;
+	return a;
+}
+int main(int argc, char **argv) {
+	pthread_t t;
+	if (argc > 1 && open(argv[1], O_RDONLY) < 0) return 2;
+	if (pthread_create(&t, 0, run, 0) != 0) return 3;
+	printf("ready\n");
+	fflush(stdout);
+	pthread_exit(0);
+}
+`
+
 // startLeaderExited builds and starts leaderExited holding file open, and
 // waits until its leader shows Z. Cleanup kills and reaps it.
 func startLeaderExited(t *testing.T, file string) int {
+	t.Helper()
+	return startC(t, leaderExited, file)
+}
+
+// startC builds the C program src and starts it with file, then waits
+// until it says ready and its leader shows Z.
+func startC(t *testing.T, src0, file string) int {
 	t.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
@@ -41,7 +74,7 @@ func startLeaderExited(t *testing.T, file string) int {
 	}
 	dir := t.TempDir()
 	src, bin := filepath.Join(dir, "le.c"), filepath.Join(dir, "le")
-	if err := os.WriteFile(src, []byte(leaderExited), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(src0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
@@ -152,4 +185,33 @@ func TestParseBootOffset(t *testing.T) {
 			t.Errorf("parseBootOffset(%q, %d) = %d ticks, %v; want %d, error %v", tc.in, tc.ticks, got.ticks, got.err, tc.want, tc.bad)
 		}
 	}
+}
+
+// TestEvidenceThreadChurn: a process whose leader has exited and whose
+// threads keep replacing each other holds its file open all along. The
+// kernel evidence may fail to see it, but must then say it did not see
+// everything: never "no holder" with a complete look.
+func TestEvidenceThreadChurn(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "held.lock")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := startC(t, threadChurn, file)
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	found, unsure := 0, 0
+	for range 100 {
+		hs, complete := (&KernelEvidence{}).Holders(st.Dev, st.Ino)
+		switch {
+		case len(hs) > 0:
+			found++
+		case !complete:
+			unsure++
+		default:
+			t.Fatalf("pid %d holds %s open, yet the evidence found no holder and called its look complete", pid, file)
+		}
+	}
+	t.Logf("found %d times, incomplete %d times", found, unsure)
 }
