@@ -92,7 +92,7 @@ func nsScopes(h Host) (map[string]bool, bool) {
 	if err != nil {
 		return scopes, false
 	}
-	ids := map[devIno]string{} // machine id under each root read
+	ids := map[rootKey]string{} // machine id under each root read
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -488,25 +488,35 @@ func ownNS(pid string) bool {
 	return len(nsPids(string(b))) == 1
 }
 
+// rootKey names a process's root: the mount it is on, and its directory.
+type rootKey struct {
+	mnt, dev, ino uint64
+}
+
 // machineIDIn reads the first line of etc/machine-id under the root of
 // process pid, as that process would: resolved inside its root
 // (RESOLVE_IN_ROOT, so an absolute link there means its root, not this
 // one's), never through a magic link, without blocking on a FIFO or a
 // device, and at most 64 bytes of a regular file. ids remembers the id
-// under each root (device and inode) already read, so that each is read
-// once.
-func machineIDIn(pid string, ids map[devIno]string) (string, error) {
+// under each root already read, so that each is read once. A root is its
+// mount (each mount namespace has its own, so a file mounted over
+// /etc/machine-id in one is seen there) and its directory (a chroot); where
+// the kernel gives no mount id, nothing is remembered.
+func machineIDIn(pid string, ids map[rootKey]string) (string, error) {
 	rfd, err := unix.Open("/proc/"+pid+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(rfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(rfd, &st); err != nil {
+	var stx unix.Statx_t
+	if err := unix.Statx(rfd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_MNT_ID, &stx); err != nil {
 		return "", err
 	}
-	root := devIno{st.Dev, st.Ino}
-	if id, ok := ids[root]; ok {
+	root := rootKey{stx.Mnt_id, unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		root = rootKey{} // no mount id: read every time
+	}
+	if id, ok := ids[root]; ok && root != (rootKey{}) {
 		if id == "" {
 			return "", fs.ErrNotExist
 		}
@@ -517,13 +527,14 @@ func machineIDIn(pid string, ids map[devIno]string) (string, error) {
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err == unix.ENOENT {
-		ids[root] = ""
+		remember(ids, root, "")
 		return "", fs.ErrNotExist
 	}
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", err
 	}
@@ -538,9 +549,15 @@ func machineIDIn(pid string, ids map[devIno]string) (string, error) {
 	line, _, _ := strings.Cut(string(buf[:n]), "\n")
 	id := strings.TrimSpace(line)
 	if id == "" {
-		ids[root] = ""
+		remember(ids, root, "")
 		return "", fs.ErrNotExist // an empty machine id: no scope from there
 	}
-	ids[root] = id
+	remember(ids, root, id)
 	return id, nil
+}
+
+func remember(ids map[rootKey]string, root rootKey, id string) {
+	if root != (rootKey{}) {
+		ids[root] = id
+	}
 }

@@ -3,10 +3,13 @@
 package verdict
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -136,5 +139,53 @@ func TestNsPids(t *testing.T) {
 		if got := nsPids(tc.status); len(got) != tc.want {
 			t.Errorf("nsPids(%q) = %q, want %d pids", tc.status, got, tc.want)
 		}
+	}
+}
+
+// TestScopeOfSandbox: a sandbox that mounts its own file over
+// /etc/machine-id (firejail --machine-id, bwrap, unshare -m) keeps the
+// host's root directory; its scope is still found, so a record it wrote in
+// this boot is never taken for an earlier boot's.
+func TestScopeOfSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unshare --mount needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	h := LocalHost()
+	if h.BootID == "" {
+		t.Skip("no boot id")
+	}
+	mid := filepath.Join(t.TempDir(), "machine-id")
+	const spoof = "0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(mid, []byte(spoof+"\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--pid", "--fork", "sh", "-c",
+		"mount --bind "+mid+" /etc/machine-id && echo ready && exec sleep 600")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Skipf("cannot bind-mount over /etc/machine-id here: %q, %v", line, err)
+	}
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	if err != nil || len(strings.Fields(string(kids))) != 1 {
+		t.Fatalf("the sandbox's process: %q, %v", kids, err)
+	}
+	ns, err := os.Readlink("/proc/" + strings.Fields(string(kids))[0] + "/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, complete := (&KernelEvidence{}).ScopeInUse(ScopeDigest(spoof, h.BootID, ns), h)
+	if !used && complete {
+		t.Errorf("a live sandbox's scope is in no pid namespace of this boot, says a complete look: its record would read gone")
 	}
 }
