@@ -3,7 +3,6 @@
 package verdict
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -165,15 +164,7 @@ func TestScopeOfSandbox(t *testing.T) {
 	}
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--pid", "--fork", "sh", "-c",
 		"mount --bind "+mid+" /etc/machine-id && echo ready && exec sleep 600")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+	if line, err := startReady(t, cmd); err != nil {
 		t.Skipf("cannot bind-mount over /etc/machine-id here: %q, %v", line, err)
 	}
 	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))

@@ -4,6 +4,7 @@ package verdict
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,15 +82,7 @@ func startC(t *testing.T, src0, file string) int {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, file)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+	if line, err := startReady(t, cmd); err != nil {
 		t.Fatalf("the program said %q, %v", line, err)
 	}
 	pid := cmd.Process.Pid
@@ -214,4 +207,23 @@ func TestEvidenceThreadChurn(t *testing.T) {
 		}
 	}
 	t.Logf("found %d times, incomplete %d times", found, unsure)
+}
+
+// startReady starts cmd, killed and reaped at cleanup, and waits for the
+// first line of its output, which must be "ready".
+func startReady(t *testing.T, cmd *exec.Cmd) (string, error) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err == nil && line != "ready\n" {
+		err = fmt.Errorf("not ready")
+	}
+	return line, err
 }
