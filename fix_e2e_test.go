@@ -45,20 +45,6 @@ const (
 	feSweepers  = 4
 )
 
-func feWrite(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func feMkdir(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func feInode(t *testing.T, path string) uint64 {
 	t.Helper()
 	fi, err := os.Lstat(path)
@@ -244,7 +230,7 @@ func TestFixMixedRegistry(t *testing.T) {
 	ofZombie := map[string]bool{} // the gone locks whose holder is a zombie
 	teams := []string{"team0", "team1", "team2", "team3", "team4/deep/er"}
 	for _, d := range teams {
-		feMkdir(t, filepath.Join(reg, d))
+		testutil.Mkdir(t, filepath.Join(reg, d))
 	}
 	at := func(i int, name string) string { return filepath.Join(reg, teams[i%len(teams)], name) }
 
@@ -256,18 +242,18 @@ func TestFixMixedRegistry(t *testing.T) {
 		switch i % 3 {
 		case 0: // generation A: the directory, then its sibling holder
 			lock = at(i, fmt.Sprintf("a%03d.lock", i))
-			feMkdir(t, lock)
-			feWrite(t, lock+".holder", testutil.RecA(pid, host.Name))
+			testutil.Mkdir(t, lock)
+			testutil.WriteFile(t, lock+".holder", testutil.RecA(pid, host.Name))
 			vanishing += 2
 		case 1: // generation B: holder.<token> inside, this host's scope
 			lock = at(i, fmt.Sprintf("b%03d.lock", i))
-			feMkdir(t, lock)
+			testutil.Mkdir(t, lock)
 			tok := testutil.TokenB(pid, i)
-			feWrite(t, filepath.Join(lock, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
+			testutil.WriteFile(t, filepath.Join(lock, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 			vanishing += 2
 		default: // pid file
 			lock = at(i, fmt.Sprintf("p%03d.lock", i))
-			feWrite(t, lock, testutil.PidRec(pid))
+			testutil.WriteFile(t, lock, testutil.PidRec(pid))
 			vanishing++
 		}
 		want[lock] = kGone
@@ -278,17 +264,17 @@ func TestFixMixedRegistry(t *testing.T) {
 	// a claim, made after the directory, named after a gone breaker.
 	breaker := testutil.Gone(t)
 	abGone := at(0, "abandoned-gone.lock")
-	feMkdir(t, abGone)
+	testutil.Mkdir(t, abGone)
 	abGoneClaim := fmt.Sprintf("%s.dead.%d.1", abGone, breaker)
-	feWrite(t, abGoneClaim, testutil.RecA(gone[1], host.Name))
+	testutil.WriteFile(t, abGoneClaim, testutil.RecA(gone[1], host.Name))
 	want[abGone] = kAbandonedGone
 	vanishing += 2
 
 	abLive := at(1, "abandoned-live.lock")
-	feMkdir(t, abLive)
+	testutil.Mkdir(t, abLive)
 	abLiveClaim := fmt.Sprintf("%s.dead.%d.2", abLive, breaker)
 	abLiveRec := testutil.RecA(live[0], host.Name)
-	feWrite(t, abLiveClaim, abLiveRec)
+	testutil.WriteFile(t, abLiveClaim, abLiveRec)
 	abLiveIno := feInode(t, abLiveClaim)
 	want[abLive] = kAbandonedLive
 	vanishing++ // the claim; its record comes back as <lock>.holder
@@ -296,42 +282,42 @@ func TestFixMixedRegistry(t *testing.T) {
 	// The crowd, none of it gone.
 	for i, pid := range live {
 		l := at(i, fmt.Sprintf("live-a%d.lock", i))
-		feMkdir(t, l)
-		feWrite(t, l+".holder", testutil.RecA(pid, host.Name))
+		testutil.Mkdir(t, l)
+		testutil.WriteFile(t, l+".holder", testutil.RecA(pid, host.Name))
 		want[l] = "live"
 		l = at(i+1, fmt.Sprintf("live-b%d.lock", i))
-		feMkdir(t, l)
+		testutil.Mkdir(t, l)
 		tok := testutil.TokenB(pid, 1000+i)
-		feWrite(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
+		testutil.WriteFile(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 		want[l] = "live"
 		l = at(i+2, fmt.Sprintf("live-p%d.lock", i))
-		feWrite(t, l, testutil.PidRec(pid))
+		testutil.WriteFile(t, l, testutil.PidRec(pid))
 		want[l] = "live"
 	}
 	l := at(2, "ownerless-dir.lock")
-	feMkdir(t, l)
+	testutil.Mkdir(t, l)
 	want[l] = "ownerless"
 	l = at(3, "ownerless-empty.lock")
-	feWrite(t, l, nil)
+	testutil.WriteFile(t, l, nil)
 	want[l] = "ownerless"
 	l = at(4, "ownerless-zero.lock")
-	feWrite(t, l, []byte("0"))
+	testutil.WriteFile(t, l, []byte("0"))
 	want[l] = "ownerless"
 	// Foreign, naming gone pids: here they prove nothing.
 	l = at(0, "foreign-a.lock")
-	feMkdir(t, l)
-	feWrite(t, l+".holder", testutil.RecA(gone[2], "elsewhere"))
+	testutil.Mkdir(t, l)
+	testutil.WriteFile(t, l+".holder", testutil.RecA(gone[2], "elsewhere"))
 	want[l] = "foreign"
 	l = at(1, "foreign-b.lock")
-	feMkdir(t, l)
+	testutil.Mkdir(t, l)
 	tok := testutil.TokenB(gone[3], 2000)
-	feWrite(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, gone[3], host.Name, feOtherScope(host.Scope)))
+	testutil.WriteFile(t, filepath.Join(l, "holder."+tok), testutil.RecB(tok, gone[3], host.Name, feOtherScope(host.Scope)))
 	want[l] = "foreign"
 	// Recycled: a pid file naming a live sleep, written an hour before it
 	// started.
 	written := time.Now().Add(-time.Hour)
 	l = at(2, "recycled.lock")
-	feWrite(t, l, testutil.PidRec(testutil.Sleeper(t).Process.Pid))
+	testutil.WriteFile(t, l, testutil.PidRec(testutil.Sleeper(t).Process.Pid))
 	if err := os.Chtimes(l, written, written); err != nil {
 		t.Fatal(err)
 	}

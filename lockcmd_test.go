@@ -20,7 +20,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,7 +405,7 @@ func (r *lcReaper) doctor(dir string) map[string]lcLock {
 		}
 		out[filepath.Base(l.Path)] = l
 	}
-	for _, n := range lcNames(r.t, dir) {
+	for _, n := range testutil.Names(r.t, dir) {
 		covered := false
 		for name := range out {
 			if n == name || strings.HasPrefix(n, name+".") {
@@ -418,31 +417,6 @@ func (r *lcReaper) doctor(dir string) map[string]lcLock {
 		}
 	}
 	return out
-}
-
-// lcNames lists the entries of dir, sorted.
-func lcNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	sort.Strings(out)
-	return out
-}
-
-// lcWantNames fails the test unless dir holds exactly want.
-func lcWantNames(t *testing.T, dir string, want ...string) {
-	t.Helper()
-	got := lcNames(t, dir)
-	sort.Strings(want)
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s holds %q, want %q", dir, got, want)
-	}
 }
 
 func lcRead(t *testing.T, path string) string {
@@ -502,7 +476,7 @@ func TestRunExitStatus(t *testing.T) {
 			if res.code != tt.want {
 				t.Errorf("lockctl run -- %q: exit %d, want %d\n%s", tt.cmd, res.code, tt.want, res.stderr)
 			}
-			lcWantNames(t, dir)
+			testutil.WantNames(t, dir)
 		})
 	}
 	// Usage errors are not timeouts and not CMD's status.
@@ -534,7 +508,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			if got := lcReadOr(marker); got != "got-"+name+"\n" {
 				t.Errorf("CMD's trap wrote %q, want %q: the signal was not forwarded", got, "got-"+name+"\n")
 			}
-			lcWantNames(t, dir)
+			testutil.WantNames(t, dir)
 		})
 	}
 }
@@ -592,7 +566,7 @@ func TestRunKilledWhileCommandRuns(t *testing.T) {
 		t.Fatalf("the next run: exit %d, want 0\n%s", res.code, res.stderr)
 	}
 	t.Logf("the next run broke the gone lock and ran in %s", res.took.Round(time.Millisecond))
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestRunTimeoutNeverRunsCommand: a run that times out exits 75, names the
@@ -618,7 +592,7 @@ func TestRunTimeoutNeverRunsCommand(t *testing.T) {
 	if got := lcRead(t, filepath.Join(l, "holder")); got != rec {
 		t.Errorf("the holder's record changed: %q, want %q", got, rec)
 	}
-	lcWantNames(t, dir, "x.lock")
+	testutil.WantNames(t, dir, "x.lock")
 	// The gate child, which would have become CMD, exited with lockctl.
 	if kids := lcChildren(os.Getpid()); len(kids) != 1 || kids[0] != s.pid {
 		t.Errorf("children left after a timed-out run: %v, want only the holder %d", kids, s.pid)
@@ -654,8 +628,8 @@ func TestAcquireTimeoutExplains(t *testing.T) {
 		}
 	}
 	testutil.Untouched(t, dir, before) // the empty lock directory above all
-	lcWantNames(t, empty)
-	lcWantNames(t, dir, "empty.lock", "held.lock")
+	testutil.WantNames(t, empty)
+	testutil.WantNames(t, dir, "empty.lock", "held.lock")
 }
 
 // TestReleaseOnlyByHolder: release refuses anyone but the recorded holder
@@ -676,10 +650,10 @@ func TestReleaseOnlyByHolder(t *testing.T) {
 		if got := lcRead(t, filepath.Join(l, "holder")); got != rec {
 			t.Errorf("a refused release changed the record")
 		}
-		lcWantNames(t, dir, "x.lock")
+		testutil.WantNames(t, dir, "x.lock")
 	}
 	r.mustLockctl(0, "release", "--holder-pid", strconv.Itoa(s.pid), l)
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 
 	// The default holder is the calling process: here, this test.
 	r.mustLockctl(0, "acquire", l)
@@ -687,7 +661,7 @@ func TestReleaseOnlyByHolder(t *testing.T) {
 		t.Errorf("lockctl acquire without --holder-pid recorded %+v, want its parent %d, live", got, os.Getpid())
 	}
 	r.mustLockctl(0, "release", l)
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestAcquireBreaksKilledHolder: a lock whose holder was SIGKILLed is
@@ -706,7 +680,7 @@ func TestAcquireBreaksKilledHolder(t *testing.T) {
 	if got := r.doctor(dir)["x.lock"]; got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(next.pid) {
 		t.Errorf("after breaking, the lock is %+v, want live, held by %d", got, next.pid)
 	}
-	lcWantNames(t, dir, "x.lock")
+	testutil.WantNames(t, dir, "x.lock")
 }
 
 // pausedLockctl starts lockctl with LOCKCTL_TEST_PAUSE=point and waits
@@ -786,7 +760,7 @@ func TestCrashEveryStep(t *testing.T) {
 			intact()
 			r.mustLockctl(0, "run", "--timeout", "5s", l, "--", "true")
 			r.lockctl(nil, "doctor", "--fix", dir)
-			if left := lcNames(t, dir); len(left) != 1 {
+			if left := testutil.Names(t, dir); len(left) != 1 {
 				t.Errorf("killed at %s with holder %d still running, doctor --fix and a run leave %q (doctor: %+v)", point, s.pid, left, r.doctor(dir)["x.lock"])
 			}
 			s.kill()
@@ -817,11 +791,11 @@ func TestCrashEveryStep(t *testing.T) {
 			intact()
 			held := r.lockctl(nil, "run", "--timeout", "300ms", l, "--", "true").code != 0
 			if held && !lcRecordSomewhere(t, dir, rec) {
-				t.Errorf("killed at %s, the lock is held but the live holder's record is nowhere: %q", point, lcNames(t, dir))
+				t.Errorf("killed at %s, the lock is held but the live holder's record is nowhere: %q", point, testutil.Names(t, dir))
 			}
 			r.lockctl(nil, "release", "--holder-pid", strconv.Itoa(s.pid), l)
 			r.lockctl(nil, "doctor", "--fix", dir)
-			if left := lcNames(t, dir); len(left) != 1 {
+			if left := testutil.Names(t, dir); len(left) != 1 {
 				t.Errorf("killed at %s with the holder still running (held: %v), its release again and doctor --fix leave %q", point, held, left)
 			}
 			s.kill()
@@ -891,7 +865,7 @@ func (r *lcReaper) recoverCleanly(dir, l string) {
 	if res.code != 0 {
 		r.t.Fatalf("after doctor --fix, lockctl run: exit %d\n%s", res.code, res.stderr)
 	}
-	lcWantNames(r.t, dir, "m.lock")
+	testutil.WantNames(r.t, dir, "m.lock")
 }
 
 // TestChaosRun: six workers loop lockctl run around a critical section
@@ -984,8 +958,8 @@ func TestChaosRun(t *testing.T) {
 	if stalled {
 		doc := r.doctor(dir)
 		got := doc["x.lock"]
-		if got.Verdict == "ownerless" && len(lcNames(t, dir)) > 64 {
-			t.Errorf("the lock wedged: nobody entered for 10s; it reads ownerless (%s) beside %d side files, the debris of runs killed while waiting", got.Reason, len(lcNames(t, dir))-1)
+		if got.Verdict == "ownerless" && len(testutil.Names(t, dir)) > 64 {
+			t.Errorf("the lock wedged: nobody entered for 10s; it reads ownerless (%s) beside %d side files, the debris of runs killed while waiting", got.Reason, len(testutil.Names(t, dir))-1)
 		} else {
 			t.Errorf("the lock wedged: doctor says %+v", got)
 		}
@@ -1051,7 +1025,7 @@ func TestChaosRun(t *testing.T) {
 	}
 	t.Logf("the next run went through in %s", res.took.Round(time.Millisecond))
 	r.lockctl(nil, "doctor", "--fix", dir)
-	if left := lcNames(t, dir); len(left) > 0 {
+	if left := testutil.Names(t, dir); len(left) > 0 {
 		t.Errorf("after the chaos, doctor --fix leaves %d entries (first %q)", len(left), left[0])
 	}
 }

@@ -125,14 +125,14 @@ func TestFixWithoutNoReplace(t *testing.T) {
 	dir := t.TempDir()
 	gone := r.gonePid()
 	// Generation A, generation B, a pid file, and lockctl's own lock.
-	feMkdir(t, filepath.Join(dir, "a.lock"))
-	feWrite(t, filepath.Join(dir, "a.lock.holder"), testutil.RecA(gone, host.Name))
+	testutil.Mkdir(t, filepath.Join(dir, "a.lock"))
+	testutil.WriteFile(t, filepath.Join(dir, "a.lock.holder"), testutil.RecA(gone, host.Name))
 	if host.Scope != "" {
 		tok := testutil.TokenB(gone, 1)
-		feMkdir(t, filepath.Join(dir, "b.lock"))
-		feWrite(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
+		testutil.Mkdir(t, filepath.Join(dir, "b.lock"))
+		testutil.WriteFile(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
 	}
-	feWrite(t, filepath.Join(dir, "p.lock"), testutil.PidRec(gone))
+	testutil.WriteFile(t, filepath.Join(dir, "p.lock"), testutil.PidRec(gone))
 	s := r.sleeper()
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "own.lock"))
 	s.kill()
@@ -171,16 +171,16 @@ func TestLockWithoutNoReplace(t *testing.T) {
 	if got := r.doctor(dir)["x.lock"]; got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
 		t.Fatalf("after acquire, the lock is %+v, want live, held by %d", got, s.pid)
 	}
-	lcWantNames(t, dir, "x.lock")
+	testutil.WantNames(t, dir, "x.lock")
 	if res := r.noReplace("release", "--holder-pid", strconv.Itoa(s.pid), l); res.code != 0 {
 		t.Fatalf("release: exit %d\n%s", res.code, res.stderr)
 	}
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 
 	if res := r.noReplace("run", l, "--", "sh", "-c", "test -f "+l+"/holder"); res.code != 0 {
 		t.Fatalf("run: exit %d, want the command's 0 (the lock held while it ran)\n%s", res.code, res.stderr)
 	}
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
 	s.kill()
@@ -204,5 +204,5 @@ func TestPublishFailsCleanly(t *testing.T) {
 	if res.code == 0 || res.code == exitTimeout {
 		t.Errorf("acquire with no way to publish: exit %d, want an error\n%s", res.code, res.stderr)
 	}
-	lcWantNames(t, dir)
+	testutil.WantNames(t, dir)
 }

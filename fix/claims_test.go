@@ -21,8 +21,8 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		p1, p2 := testutil.Gone(t), testutil.Gone(t)
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), testutil.RecA(p1, host.Name))
-		writeFile(t, fmt.Sprintf("%s.dead.%d.777", lock, testutil.Gone(t)), testutil.RecA(p2, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), testutil.RecA(p1, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.777", lock, testutil.Gone(t)), testutil.RecA(p2, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		if len(res.Remove) != 3 {
 			t.Fatalf("Judge(%s).Remove = %v, want the directory and both side files", lock, res.Remove)
@@ -39,8 +39,8 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		p1, live := testutil.Gone(t), testutil.Sleeper(t).Process.Pid
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), testutil.RecA(p1, host.Name))
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, live), testutil.RecA(live, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, p1), testutil.RecA(p1, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, live), testutil.RecA(live, host.Name))
 		before := testutil.Snapshot(t, dir)
 		res := judge(t, dir, lock, verdict.Claimed)
 		if len(res.Remove) != 0 {

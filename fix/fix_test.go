@@ -203,7 +203,7 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 		}},
 		{"registry-a, rewritten in place", makeA, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
 			rec := testutil.RecA(live, host.Name)
-			writeFile(t, path, rec)
+			testutil.WriteFile(t, path, rec)
 			return rec, inode(t, path)
 		}},
 		{"registry-a, the same bytes in a new file", makeA, func(t *testing.T, path string, old []byte) ([]byte, uint64) {
@@ -215,7 +215,7 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 		}},
 		{"pid, rewritten in place", makePid, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
 			rec := testutil.PidRec(live)
-			writeFile(t, path, rec)
+			testutil.WriteFile(t, path, rec)
 			return rec, inode(t, path)
 		}},
 	}
@@ -311,7 +311,7 @@ func TestRmdirFailureRollsBack(t *testing.T) {
 			recIno, lockIno := inode(t, record), inode(t, lock)
 			intruder := filepath.Join(lock, "intruder")
 			f := fix.New(host)
-			f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { writeFile(t, intruder, []byte("new\n")) })
+			f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { testutil.WriteFile(t, intruder, []byte("new\n")) })
 
 			o := f.Fix(res)
 
@@ -346,9 +346,9 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		var ino uint64
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
-			writeFile(t, record, rec) // a new record where the claimed one was
+			testutil.WriteFile(t, record, rec) // a new record where the claimed one was
 			ino = inode(t, record)
-			writeFile(t, intruder, nil) // and rmdir fails
+			testutil.WriteFile(t, intruder, nil) // and rmdir fails
 		})
 
 		o := f.Fix(res)
@@ -367,7 +367,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
 			// One new file both fails the rmdir and stands in the way back.
-			writeFile(t, record, rec)
+			testutil.WriteFile(t, record, rec)
 			ino = inode(t, record)
 		})
 
@@ -388,7 +388,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		var ino uint64
 		f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: runningProbe{}}, Pid: os.Getpid()}
 		f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) {
-			writeFile(t, lock, rec)
+			testutil.WriteFile(t, lock, rec)
 			ino = inode(t, lock)
 		})
 
@@ -428,7 +428,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 	replaceDir := func(t *testing.T, lock string) uint64 {
 		t.Helper()
 		fresh := filepath.Join(t.TempDir(), "fresh")
-		mkdir(t, fresh)
+		testutil.Mkdir(t, fresh)
 		if err := os.Remove(lock); err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +477,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		lock := mkGenA(t, dir, "x.lock", nil)
 		claim := fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t))
 		rec := testutil.RecA(testutil.Gone(t), host.Name)
-		writeFile(t, claim, rec)
+		testutil.WriteFile(t, claim, rec)
 		res := judge(t, dir, lock, verdict.Claimed)
 		var ino uint64
 		f := fix.New(host)
@@ -553,7 +553,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("registry-a, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.RecA(testutil.Gone(t), host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -568,7 +568,7 @@ func TestAbandonedBreak(t *testing.T) {
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
 		tok := testutil.TokenB(pid, 3)
-		writeFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), testutil.RecB(tok, pid, host.Name, host.Scope))
+		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -581,7 +581,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("pid, gone record", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := filepath.Join(dir, "x.lock")
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.PidRec(testutil.Gone(t)))
+		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.PidRec(testutil.Gone(t)))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -619,7 +619,7 @@ func TestAbandonedBreak(t *testing.T) {
 		t.Run(tt.name+", live record", func(t *testing.T) {
 			dir := tempDir(t)
 			lock, claim, rec, to := tt.make(t, dir)
-			writeFile(t, claim, rec)
+			testutil.WriteFile(t, claim, rec)
 			ino := inode(t, claim)
 			res := judge(t, dir, lock, verdict.Claimed)
 
@@ -636,14 +636,14 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("registry-a, live record, something new in its place", func(t *testing.T) {
 		dir := tempDir(t)
 		lock, claim, rec, to := restored[0].make(t, dir)
-		writeFile(t, claim, rec)
+		testutil.WriteFile(t, claim, rec)
 		ino := inode(t, claim)
 		res := judge(t, dir, lock, verdict.Claimed)
 		other := []byte("someone else\n")
 		var otherIno uint64
 		f := fix.New(host)
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
-			writeFile(t, to, other)
+			testutil.WriteFile(t, to, other)
 			otherIno = inode(t, to)
 		})
 
@@ -659,7 +659,7 @@ func TestAbandonedBreak(t *testing.T) {
 	t.Run("breaker alive", func(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
-		writeFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), testutil.RecA(testutil.Gone(t), host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, live), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := testutil.Snapshot(t, dir)
 
@@ -680,7 +680,7 @@ func TestAbandonedRelease(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -695,7 +695,7 @@ func TestAbandonedRelease(t *testing.T) {
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Gone(t)
 		tok := testutil.TokenB(pid, 5)
-		writeFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), testutil.RecB(tok, pid, host.Name, host.Scope))
+		testutil.WriteFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
 		o := fix.New(host).Fix(res)
@@ -709,7 +709,7 @@ func TestAbandonedRelease(t *testing.T) {
 		dir := tempDir(t)
 		lock := mkGenA(t, dir, "x.lock", nil)
 		pid := testutil.Sleeper(t).Process.Pid
-		writeFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
+		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := testutil.Snapshot(t, dir)
 
@@ -732,8 +732,8 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 	setup := func(t *testing.T) (reg, out, lock string, res verdict.Result) {
 		reg, out = tempDir(t), tempDir(t)
 		rec := testutil.RecA(testutil.Gone(t), host.Name)
-		mkdir(t, filepath.Join(reg, "sub"))
-		mkdir(t, filepath.Join(out, "sub"))
+		testutil.Mkdir(t, filepath.Join(reg, "sub"))
+		testutil.Mkdir(t, filepath.Join(out, "sub"))
 		lock = mkGenA(t, filepath.Join(reg, "sub"), "x.lock", rec)
 		mkGenA(t, filepath.Join(out, "sub"), "x.lock", rec)
 		return reg, out, lock, judge(t, reg, lock, verdict.Gone)
@@ -798,8 +798,8 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		pid := testutil.Gone(t)
 		tok := testutil.TokenB(pid, 6)
 		rec := testutil.RecB(tok, pid, host.Name, host.Scope)
-		mkdir(t, filepath.Join(reg, "sub"))
-		mkdir(t, filepath.Join(out, "sub"))
+		testutil.Mkdir(t, filepath.Join(reg, "sub"))
+		testutil.Mkdir(t, filepath.Join(out, "sub"))
 		lock := mkGenB(t, filepath.Join(reg, "sub"), "x.lock", tok, rec)
 		mkGenB(t, filepath.Join(out, "sub"), "x.lock", tok, rec)
 		res := judge(t, reg, lock, verdict.Gone)
@@ -839,10 +839,10 @@ func TestGenBExtrasKept(t *testing.T) {
 		reason string
 	}{
 		{"a writer's evidence", nil, func(t *testing.T, lock, tok string) {
-			writeFile(t, filepath.Join(lock, fmt.Sprintf("writer.%s.%d", tok, testutil.Gone(t))), nil)
+			testutil.WriteFile(t, filepath.Join(lock, fmt.Sprintf("writer.%s.%d", tok, testutil.Gone(t))), nil)
 		}, "entries besides its holder record"},
 		{"an unknown file", nil, func(t *testing.T, lock, _ string) {
-			writeFile(t, filepath.Join(lock, "notes"), []byte("hello\n"))
+			testutil.WriteFile(t, filepath.Join(lock, "notes"), []byte("hello\n"))
 		}, "entries besides its holder record"},
 		{"break no", []string{"break no"}, func(*testing.T, string, string) {}, "break no"},
 	}

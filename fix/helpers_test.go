@@ -56,20 +56,6 @@ func tempDir(t *testing.T) string {
 // columns and a newline.
 func uucpRec(pid int) []byte { return fmt.Appendf(nil, "%10d\n", pid) }
 
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mkdir(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // mkGenA makes the generation A lock dir/name: the directory, then its
 // sibling holder record. It returns the lock's path.
 func mkGenA(t *testing.T, dir, name string, rec []byte) string {
@@ -79,7 +65,7 @@ func mkGenA(t *testing.T, dir, name string, rec []byte) string {
 		t.Fatal(err)
 	}
 	if rec != nil {
-		writeFile(t, lock+".holder", rec)
+		testutil.WriteFile(t, lock+".holder", rec)
 	}
 	return lock
 }
@@ -91,7 +77,7 @@ func mkGenB(t *testing.T, dir, name, tok string, rec []byte) string {
 	if err := os.Mkdir(lock, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(lock, "holder."+tok), rec)
+	testutil.WriteFile(t, filepath.Join(lock, "holder."+tok), rec)
 	return lock
 }
 
@@ -99,7 +85,7 @@ func mkGenB(t *testing.T, dir, name, tok string, rec []byte) string {
 func mkFile(t *testing.T, dir, name string, rec []byte) string {
 	t.Helper()
 	lock := filepath.Join(dir, name)
-	writeFile(t, lock, rec)
+	testutil.WriteFile(t, lock, rec)
 	return lock
 }
 
@@ -238,7 +224,7 @@ func exists(path string) bool {
 func replaceFile(t *testing.T, path string, data []byte) uint64 {
 	t.Helper()
 	tmp := filepath.Join(t.TempDir(), "new")
-	writeFile(t, tmp, data)
+	testutil.WriteFile(t, tmp, data)
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}

@@ -166,9 +166,9 @@ type legacyLock struct {
 }
 
 var (
-	emptyDirLock  = legacyLock{"emptydir.lock", func(t *testing.T, p string) { mkdir(t, p) }}
-	emptyFileLock = legacyLock{"empty.lock", func(t *testing.T, p string) { writeFile(t, p, nil) }}
-	zeroFileLock  = legacyLock{"zero.lock", func(t *testing.T, p string) { writeFile(t, p, []byte("0")) }}
+	emptyDirLock  = legacyLock{"emptydir.lock", func(t *testing.T, p string) { testutil.Mkdir(t, p) }}
+	emptyFileLock = legacyLock{"empty.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, nil) }}
+	zeroFileLock  = legacyLock{"zero.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("0")) }}
 )
 
 // TestLegacyFixAloneNeverSweeps: without --legacy-older-than, --fix never
@@ -179,7 +179,7 @@ func TestLegacyFixAloneNeverSweeps(t *testing.T) {
 	}
 	reg := tempDir(t)
 	locks := []legacyLock{emptyDirLock, emptyFileLock, zeroFileLock,
-		{"bad.lock", func(t *testing.T, p string) { writeFile(t, p, []byte("abc\n")) }}}
+		{"bad.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("abc\n")) }}}
 	for _, l := range locks {
 		p := filepath.Join(reg, l.name)
 		l.make(t, p)
@@ -213,24 +213,30 @@ func TestLegacySweep(t *testing.T) {
 		{name: "old-empty-file", lock: emptyFileLock, want: fix.Removed, reason: "owner-less and unchanged for longer than --legacy-older-than"},
 		{name: "young-empty-file", lock: emptyFileLock, young: true, want: fix.Skipped, reason: "within --legacy-older-than"},
 		{name: "old-zero-file", lock: zeroFileLock, want: fix.Removed, reason: "owner-less and unchanged"},
-		{name: "old-zero-newline-file", lock: legacyLock{"zero.lock", func(t *testing.T, p string) { writeFile(t, p, []byte("0\n")) }}, want: fix.Removed},
-		{name: "old-malformed-file", lock: legacyLock{"bad.lock", func(t *testing.T, p string) { writeFile(t, p, []byte("hello\n")) }}, want: fix.Removed},
+		{name: "old-zero-newline-file", lock: legacyLock{"zero.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("0\n")) }}, want: fix.Removed},
+		{name: "old-malformed-file", lock: legacyLock{"bad.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("hello\n")) }}, want: fix.Removed},
 		{
 			name: "old-dir-with-an-unknown-entry",
-			lock: legacyLock{"dir.lock", func(t *testing.T, p string) { mkdir(t, p); writeFile(t, filepath.Join(p, "notes"), []byte("x")) }},
+			lock: legacyLock{"dir.lock", func(t *testing.T, p string) {
+				testutil.Mkdir(t, p)
+				testutil.WriteFile(t, filepath.Join(p, "notes"), []byte("x"))
+			}},
 			want: fix.Kept, reason: "side files or other entries sit with it",
 		},
 		{
 			name: "old-registry-a-with-a-malformed-holder",
-			lock: legacyLock{"a.lock", func(t *testing.T, p string) { mkdir(t, p); writeFile(t, p+".holder", []byte("junk\n")) }},
+			lock: legacyLock{"a.lock", func(t *testing.T, p string) {
+				testutil.Mkdir(t, p)
+				testutil.WriteFile(t, p+".holder", []byte("junk\n"))
+			}},
 			want: fix.Kept, reason: "removes only owner-less lock files and empty lock directories",
 		},
 		{
 			name: "old-registry-b-with-only-dead-writer-evidence",
 			lock: legacyLock{"b.lock", func(t *testing.T, p string) {
-				mkdir(t, p)
+				testutil.Mkdir(t, p)
 				g := testutil.Gone(t)
-				writeFile(t, filepath.Join(p, "writer."+testutil.TokenB(g, 1)+"."+strconv.Itoa(g)), nil)
+				testutil.WriteFile(t, filepath.Join(p, "writer."+testutil.TokenB(g, 1)+"."+strconv.Itoa(g)), nil)
 			}},
 			want: fix.Kept, reason: "side files or other entries sit with it",
 		},
@@ -330,7 +336,7 @@ func TestLegacyKeptWhereUnsure(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		mkdir(t, p)
+		testutil.Mkdir(t, p)
 		age(t, p)
 		before := testutil.Snapshot(t, reg)
 		res := judge(t, reg, p, verdict.Ownerless)
@@ -416,8 +422,8 @@ func earlierSweep(t *testing.T, reg, first string) *fix.Fixer {
 func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
 	reg := tempDir(t)
 	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
-	mkdir(t, first)
-	writeFile(t, second, nil)
+	testutil.Mkdir(t, first)
+	testutil.WriteFile(t, second, nil)
 	age(t, first)
 	age(t, second)
 	r2 := judgeEv(t, reg, second, verdict.Ownerless)
@@ -436,8 +442,8 @@ func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
 func TestLegacyInheritedLockAfterAnEarlierSweep(t *testing.T) {
 	reg := tempDir(t)
 	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
-	mkdir(t, first)
-	writeFile(t, second, nil)
+	testutil.Mkdir(t, first)
+	testutil.WriteFile(t, second, nil)
 	age(t, first)
 	age(t, second)
 	r2 := judgeEv(t, reg, second, verdict.Ownerless)
@@ -455,12 +461,12 @@ func TestLegacyDirFilledAfterTheClaim(t *testing.T) {
 	f := legacyFixer(t)
 	reg := tempDir(t)
 	p := filepath.Join(reg, "x.lock")
-	mkdir(t, p)
+	testutil.Mkdir(t, p)
 	age(t, p)
 	ino := inode(t, p)
 	res := judgeEv(t, reg, p, verdict.Ownerless)
 	judged := false
-	verify := at(t, fix.BeforeVerify, func(*scan.Lock) { writeFile(t, filepath.Join(claimOf(t, p), "holder.new"), []byte("mine\n")) })
+	verify := at(t, fix.BeforeVerify, func(*scan.Lock) { testutil.WriteFile(t, filepath.Join(claimOf(t, p), "holder.new"), []byte("mine\n")) })
 	f.Hook = func(s fix.Step, l *scan.Lock) {
 		verify(s, l)
 		if s == fix.BeforeJudge || s == fix.BeforeRemove {
@@ -487,7 +493,7 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		mkdir(t, p)
+		testutil.Mkdir(t, p)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		var ino uint64
@@ -497,8 +503,8 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 			}
 			// Something unrelated keeps the old inode number from coming
 			// straight back.
-			mkdir(t, filepath.Join(reg, "spacer"))
-			mkdir(t, p)
+			testutil.Mkdir(t, filepath.Join(reg, "spacer"))
+			testutil.Mkdir(t, p)
 			ino = inode(t, p)
 		})
 		wantOutcome(t, p, f.Fix(res), fix.Kept, "the directory changed since it was judged; the record was put back")
@@ -511,7 +517,7 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		writeFile(t, p, nil)
+		testutil.WriteFile(t, p, nil)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		var ino uint64
@@ -525,7 +531,7 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		mkdir(t, p)
+		testutil.Mkdir(t, p)
 		age(t, p)
 		before := testutil.Snapshot(t, reg)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
@@ -542,7 +548,7 @@ func TestLegacyChangedBeforeOpen(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		mkdir(t, p)
+		testutil.Mkdir(t, p)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) { must(0, os.Remove(p)) })
@@ -556,7 +562,7 @@ func TestLegacyChangedBeforeOpen(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		writeFile(t, p, nil)
+		testutil.WriteFile(t, p, nil)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		var before map[string]testutil.Entry

@@ -48,7 +48,7 @@ func TestRacingFixers(t *testing.T) {
 	goneLocks := map[string]bool{}
 	for i := range 60 {
 		sub := filepath.Join(reg, fmt.Sprintf("team%d", i%4))
-		mkdir(t, sub)
+		testutil.Mkdir(t, sub)
 		pid := gone[i%len(gone)]
 		var lock string
 		switch i % 3 {

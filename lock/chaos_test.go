@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -400,13 +401,13 @@ func TestChaosLock(t *testing.T) {
 			t.Errorf("after the chaos %s is %s (%s)", r.Lock.Name, r.Verdict, r.Reason)
 		}
 	}
-	t.Logf("left behind: %s, judged:%s", brief(names(t, dir)), describe(rs))
+	t.Logf("left behind: %s, judged:%s", brief(testutil.Names(t, dir)), describe(rs))
 	l := acquireWithin(t, p, 5*time.Second)
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
 	sweep(t, dir)
-	if left := names(t, dir); len(left) > 0 {
+	if left := testutil.Names(t, dir); len(left) > 0 {
 		t.Errorf("after the chaos and a sweep, the registry still holds %s (judged:%s)", brief(left), describe(judgeDir(t, dir)))
 	}
 }

@@ -138,7 +138,7 @@ func judgedAs(t *testing.T, dir string, want verdict.Verdict, wantRemedy bool) v
 			covered[strings.Split(c.Record.File, "/")[0]] = true
 		}
 	}
-	for _, n := range names(t, dir) {
+	for _, n := range testutil.Names(t, dir) {
 		if !covered[n] {
 			t.Errorf("%s is in the registry but no verdict covers it:%s", n, describe(rs))
 		}
@@ -180,7 +180,7 @@ func TestCrashLockSelfHeld(t *testing.T) {
 				t.Fatal(err)
 			}
 			sweep(t, dir)
-			wantNames(t, dir, "m.lock")
+			testutil.WantNames(t, dir, "m.lock")
 			intact()
 		})
 	}
@@ -234,7 +234,7 @@ func TestCrashLockForLiveHolder(t *testing.T) {
 					t.Fatalf("after a kill at %s another process took the lock of a live holder", point)
 				}
 				if !holderRecordKept(t, dir, pid, start) {
-					t.Fatalf("after a kill at %s the live holder's record is nowhere: %q", point, names(t, dir))
+					t.Fatalf("after a kill at %s the live holder's record is nowhere: %q", point, testutil.Names(t, dir))
 				}
 			}
 
@@ -245,7 +245,7 @@ func TestCrashLockForLiveHolder(t *testing.T) {
 			if point == ReleaseClaimed && relErr != nil {
 				relErr = releaseFor(p, pid) // a sweep may have put the record back
 			}
-			if got := names(t, dir); len(got) != 1 {
+			if got := testutil.Names(t, dir); len(got) != 1 {
 				t.Errorf("after a kill at %s, with the holder still running, its release (%v) and a sweep leave %q (verdicts:%s)",
 					point, relErr, got, describe(judgeDir(t, dir)))
 			} else if point == Published && relErr != nil {
@@ -255,7 +255,7 @@ func TestCrashLockForLiveHolder(t *testing.T) {
 			// Once the holder is gone, everything goes.
 			killAndReap(t, s)
 			sweep(t, dir)
-			wantNames(t, dir, "m.lock")
+			testutil.WantNames(t, dir, "m.lock")
 			intact()
 			l = acquireWithin(t, p, 5*time.Second)
 			if err := l.Release(); err != nil {

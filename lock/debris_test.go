@@ -91,7 +91,7 @@ func abandonedBuilds(t *testing.T, p string, n int) {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(d, "holder"), rec)
+		testutil.WriteFile(t, filepath.Join(d, "holder"), rec)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestCrashLeftoversOfKilledWaitersAreSwept(t *testing.T) {
 			if tt.held {
 				want = 1
 			}
-			if got := names(t, dir); len(got) != want {
+			if got := testutil.Names(t, dir); len(got) != want {
 				t.Errorf("a sweep leaves the record directories of acquirers killed while waiting: %s (judged:%s)", brief(got), describe(judgeDir(t, dir)))
 			}
 		})

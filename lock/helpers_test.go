@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
@@ -66,14 +66,7 @@ func writeLockDir(t *testing.T, path string, record []byte) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(path, "holder"), record)
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, filepath.Join(path, "holder"), record)
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -88,31 +81,6 @@ func readFile(t *testing.T, path string) []byte {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// names lists the entries of dir, sorted.
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	sort.Strings(out)
-	return out
-}
-
-// wantNames fails the test unless dir holds exactly want.
-func wantNames(t *testing.T, dir string, want ...string) {
-	t.Helper()
-	got := names(t, dir)
-	sort.Strings(want)
-	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-		t.Errorf("%s holds %q, want %q", dir, got, want)
-	}
 }
 
 // judgeDir judges every lock (and every group of side files) in the

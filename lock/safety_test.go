@@ -30,12 +30,12 @@ func TestAcquireReleaseLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, dir, "x.lock")
-	wantNames(t, p, "holder")
+	testutil.WantNames(t, dir, "x.lock")
+	testutil.WantNames(t, p, "holder")
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 	want := []Point{Built, Published, ReleaseClaimed, ReleaseRemoved}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("hook saw %v, want %v", seen, want)
@@ -56,7 +56,7 @@ func TestAcquireReleaseLeavesNothing(t *testing.T) {
 	if err := l2.Release(); err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestAcquireNeverLeavesAnEmptyLock stops Acquire at each step and looks:
@@ -76,11 +76,11 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 			if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("at %s the lock already exists (%v): it can be seen before its record is complete", pt, err)
 			}
-			ents := names(t, dir)
+			ents := testutil.Names(t, dir)
 			if len(ents) != 1 || !strings.HasPrefix(ents[0], "x.lock.new.") {
 				t.Fatalf("at %s the registry holds %q, want only x.lock.new.<token>", pt, ents)
 			}
-			wantNames(t, filepath.Join(dir, ents[0]), "holder")
+			testutil.WantNames(t, filepath.Join(dir, ents[0]), "holder")
 			built = readFile(t, filepath.Join(dir, ents[0], "holder"))
 			h, err := scan.ParseLockctl(built)
 			if err != nil {
@@ -90,8 +90,8 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 				t.Errorf("at %s the build directory %s holds a record naming pid %d token %s, want our pid %d and the name to carry the token", pt, ents[0], h.Pid, h.Token, os.Getpid())
 			}
 		case Published:
-			wantNames(t, dir, "x.lock")
-			wantNames(t, p, "holder")
+			testutil.WantNames(t, dir, "x.lock")
+			testutil.WantNames(t, p, "holder")
 			if got := readFile(t, filepath.Join(p, "holder")); string(got) != string(built) {
 				t.Errorf("at %s the lock holds %q, want the record built, %q", pt, got, built)
 			}
@@ -101,9 +101,9 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 		case ReleaseClaimed:
 			// The record is out of the lock, beside it, under a name that
 			// says whose release it is: never an unexplained empty lock.
-			wantNames(t, p)
+			testutil.WantNames(t, p)
 			rel := "x.lock.rel." + strings.Split(string(built), "\n")[1][len("token "):] + "." + strconv.Itoa(os.Getpid())
-			wantNames(t, dir, "x.lock", rel)
+			testutil.WantNames(t, dir, "x.lock", rel)
 			if got := readFile(t, filepath.Join(dir, rel)); string(got) != string(built) {
 				t.Errorf("at %s the claim holds %q, want %q", pt, got, built)
 			}
@@ -111,7 +111,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 				t.Errorf("at %s the lock is judged %s (%s), want claimed", pt, r.Verdict, r.Reason)
 			}
 		case ReleaseRemoved:
-			ents := names(t, dir)
+			ents := testutil.Names(t, dir)
 			if len(ents) != 1 || !strings.HasPrefix(ents[0], "x.lock.rel.") {
 				t.Errorf("at %s the registry holds %q, want only the claim", pt, ents)
 			}
@@ -127,7 +127,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 	if checks != 4 {
 		t.Errorf("the hook ran %d times, want 4", checks)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 
 	// The same while waiting for a lock that is held: the built record
 	// waits beside the lock, and the lock it waits for is untouched.
@@ -163,7 +163,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a waiting Acquire did not take the lock within 10s of its release")
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestAcquireNeverLeavesAnEmptyLockObserved watches the lock from another
@@ -270,11 +270,11 @@ func TestAcquireBreaksZombieHolder(t *testing.T) {
 		t.Fatalf("judged a zombie holder's lock %s (%s), want gone", r.Verdict, r.Reason)
 	}
 	l := acquireWithin(t, p, 5*time.Second)
-	wantNames(t, dir, "x.lock")
+	testutil.WantNames(t, dir, "x.lock")
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 	if testutil.ProcState(c.Process.Pid) != 'Z' {
 		t.Fatalf("the zombie holder was reaped during the test")
 	}
@@ -321,15 +321,15 @@ func TestAcquireBreaksGone(t *testing.T) {
 				t.Fatalf("setup: judged %s (%s), want gone", r.Verdict, r.Reason)
 			}
 			l := acquireWithin(t, p, 5*time.Second)
-			wantNames(t, dir, "x.lock")
-			wantNames(t, p, "holder")
+			testutil.WantNames(t, dir, "x.lock")
+			testutil.WantNames(t, p, "holder")
 			if got := readFile(t, filepath.Join(p, "holder")); string(got) != string(l.record) {
 				t.Errorf("after breaking, the lock holds %q, want our record", got)
 			}
 			if err := l.Release(); err != nil {
 				t.Fatal(err)
 			}
-			wantNames(t, dir)
+			testutil.WantNames(t, dir)
 		})
 	}
 }
@@ -358,7 +358,7 @@ func TestAcquireAlsoHoldsTheLock(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestAcquireNeverBreaks: live, owner-less, foreign, recycled, unknown and
@@ -476,7 +476,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 				pid := strconv.Itoa(c.Process.Pid)
 				epoch := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
 				tok := host.Name + "." + pid + "." + epoch + ".0123456789abcdef0123456789abcdef"
-				writeFile(t, p+".holder", []byte("token "+tok+"\npid "+pid+"\ncommand old-script\nhost "+host.Name+"\n"))
+				testutil.WriteFile(t, p+".holder", []byte("token "+tok+"\npid "+pid+"\ncommand old-script\nhost "+host.Name+"\n"))
 				return verdict.Recycled
 			},
 			wantUnknown: "recycled",
@@ -492,7 +492,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 				if err := os.Mkdir(p, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				writeFile(t, filepath.Join(p, "holder."+tok), []byte("token "+tok+"\npid "+pid+"\ncommand careful\nhost "+host.Name+"\nscope "+host.Scope+"\nbreak no\n"))
+				testutil.WriteFile(t, filepath.Join(p, "holder."+tok), []byte("token "+tok+"\npid "+pid+"\ncommand careful\nhost "+host.Name+"\nscope "+host.Scope+"\nbreak no\n"))
 				return verdict.Gone
 			},
 			wantUnknown: "gone",
@@ -573,7 +573,7 @@ func TestReleaseForRefusesStrangers(t *testing.T) {
 	if err := ReleaseFor(p, holderProc.Process.Pid); err != nil {
 		t.Fatalf("ReleaseFor by the holder = %v", err)
 	}
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 	if err := ReleaseFor(p, holderProc.Process.Pid); err == nil {
 		t.Errorf("ReleaseFor of a lock that is not there succeeded")
 	}
@@ -625,7 +625,7 @@ func TestReleaseAfterTakeover(t *testing.T) {
 		t.Fatalf("the new owner cannot release: %v", err)
 	}
 	_ = second
-	wantNames(t, dir)
+	testutil.WantNames(t, dir)
 }
 
 // TestReleaseRecordReplaced: the record inside the lock directory was
@@ -637,13 +637,13 @@ func TestReleaseRecordReplaced(t *testing.T) {
 		replace func(t *testing.T, rec string, own []byte, other []byte)
 	}{
 		{"new record, new inode", func(t *testing.T, rec string, own, other []byte) {
-			writeFile(t, rec+".tmp", other)
+			testutil.WriteFile(t, rec+".tmp", other)
 			if err := os.Rename(rec+".tmp", rec); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"same bytes, new inode", func(t *testing.T, rec string, own, other []byte) {
-			writeFile(t, rec+".tmp", own)
+			testutil.WriteFile(t, rec+".tmp", own)
 			if err := os.Rename(rec+".tmp", rec); err != nil {
 				t.Fatal(err)
 			}
