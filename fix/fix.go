@@ -151,11 +151,15 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 	return skipped("--fix removes only gone locks and abandoned claims; this one is %s", res.Verdict)
 }
 
+// claimName names a claim of this fixer's. It ends with the fixer's pid
+// namespace, so that a reader in another namespace judges the claim's maker
+// there, and never takes a pid of this namespace for one of its own.
 func (f *Fixer) claimName(l *scan.Lock, token string) string {
+	ns := scan.NSSuffix(f.Judge.Host.PidNS)
 	if token != "" {
-		return fmt.Sprintf("%s.dead.%s.%d", l.Name, token, f.Pid)
+		return fmt.Sprintf("%s.dead.%s.%d%s", l.Name, token, f.Pid, ns)
 	}
-	return fmt.Sprintf("%s.dead.%d.%d", l.Name, f.Pid, rand.Uint32())
+	return fmt.Sprintf("%s.dead.%d.%d%s", l.Name, f.Pid, rand.Uint32(), ns)
 }
 
 // place is a directory entry: a directory descriptor, its path, a name.
@@ -474,7 +478,7 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 	again.Holders = nil
 	again.Claims = nil
 	for _, h := range hs {
-		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Maker: h.c.Maker, Record: h.rec})
+		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Maker: h.c.Maker, NS: h.c.NS, Record: h.rec})
 	}
 	r := f.Judge.Judge(&again)
 	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
@@ -577,7 +581,7 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	case l.FS.Remote:
 		return kept("owner-less, on a network file system (%s), where neither age nor this host's processes prove anything", l.FS.Name)
 	case res.Seen == verdict.SeenPartial:
-		return kept("owner-less, but not every process's open files could be seen, so a holder may be hiding (run as root)")
+		return kept("owner-less, but not every process's open files could be seen, so a holder may be hiding (run as root with CAP_SYS_PTRACE)")
 	case res.Seen != verdict.SeenComplete:
 		return kept("owner-less, and the kernel was not asked who holds it")
 	case age <= f.LegacyOlderThan:

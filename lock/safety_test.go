@@ -303,6 +303,16 @@ func TestAcquireBreaksGone(t *testing.T) {
 			_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { h.BootID = "00000000-0000-4000-8000-000000000000" })
 			writeLockDir(t, p, rec)
 		}},
+		{"this boot, under a host name a UTS namespace gave it", func(t *testing.T, p string) {
+			_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, testutil.Gone(t)); h.Host = "renamed-by-unshare-uts" })
+			writeLockDir(t, p, rec)
+		}},
+		{"a pid namespace that has ended", func(t *testing.T, p string) {
+			c := testutil.StartContainer(t, 31000, "exec sleep 600")
+			c.Stop()
+			_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, c.Inner); h.PidNS = c.NS })
+			writeLockDir(t, p, rec)
+		}},
 		{"holder and the process recorded with it both gone", func(t *testing.T, p string) {
 			a, b := testutil.Sleeper(t), testutil.Sleeper(t)
 			if _, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
@@ -438,7 +448,10 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			name: "foreign host",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
 				gone := testutil.Gone(t)
-				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, gone); h.Host = "elsewhere" })
+				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) {
+					setPid(h, gone)
+					h.Host, h.BootID = "elsewhere", "00000000-0000-4000-8000-000000000000"
+				})
 				writeLockDir(t, p, rec)
 				return verdict.Foreign
 			},
@@ -452,15 +465,17 @@ func TestAcquireNeverBreaks(t *testing.T) {
 		{
 			name: "foreign pid namespace",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
-				gone := testutil.Gone(t)
-				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, gone); h.PidNS = "pid:[1]" })
+				// A live container's namespace, and the pid its process has
+				// there: a number that names nothing, or someone else, here.
+				c := testutil.StartContainer(t, 31000, "exec sleep 600")
+				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) { setPid(h, c.Inner); h.PidNS = c.NS })
 				writeLockDir(t, p, rec)
 				return verdict.Foreign
 			},
 			check: func(t *testing.T, err error, p string) {
 				var e *ForeignError
-				if !errors.As(err, &e) || !strings.Contains(e.Reason, "pid:[1]") {
-					t.Fatalf("error = %T %v, want *ForeignError naming namespace pid:[1]", err, err)
+				if !errors.As(err, &e) || !strings.Contains(e.Reason, "judge it inside that namespace") {
+					t.Fatalf("error = %T %v, want *ForeignError saying to judge it inside its namespace", err, err)
 				}
 			},
 		},

@@ -150,7 +150,12 @@ type Claim struct {
 	// (<lock>.dead.<pid>.*, <lock>.holder.releasing.<pid>,
 	// <lock>.rel.<token>.<pid>, <lock>.new.<token>.<pid>), and false when it
 	// is only the holder's pid taken from a token (<lock>.rel.<token>).
-	Maker  bool
+	Maker bool
+	// NS is the pid namespace By is a pid of (a link such as
+	// "pid:[4026531836]"), where the side file says: lockctl's break claims
+	// carry it in their name (<lock>.dead.<...>.ns<inode>), and its builds
+	// and releases in the record their maker wrote. "" means nothing says.
+	NS     string
 	Record Record
 }
 

@@ -133,11 +133,33 @@ func (m Matcher) side(name string) (side, bool) {
 	return side{}, false
 }
 
+// NSSuffix is what lockctl appends to the name of a break claim it makes,
+// so that a reader in another pid namespace can tell which namespace the
+// breaker's pid is of: ".ns" and the namespace's inode number, or "" where
+// the link is not of the form "pid:[<inode>]" (macOS's "-").
+func NSSuffix(pidNS string) string {
+	ino, ok := strings.CutPrefix(pidNS, "pid:[")
+	if ino, ok2 := strings.CutSuffix(ino, "]"); ok && ok2 && isDigits(ino) {
+		return ".ns" + ino
+	}
+	return ""
+}
+
+// cutNS takes an NSSuffix off the end of rest, returning the namespace it
+// names as a link ("pid:[<inode>]"), or "" if rest has none.
+func cutNS(rest string) (string, string) {
+	if i := strings.LastIndex(rest, ".ns"); i > 0 && isDigits(rest[i+3:]) {
+		return rest[:i], "pid:[" + rest[i+3:] + "]"
+	}
+	return rest, ""
+}
+
 // claimant says who made a side file and which generation B token, if any,
 // its name carries:
 //
 //	<lock>.dead.<breaker pid>.<random>          generation A, pid files
 //	<lock>.dead.<pid>.<hex>.<attempt>.<breaker> generation B
+//	either of those, then .ns<inode>              lockctl, breaking
 //	<lock>.holder.releasing.<pid>               generation A release
 //	<lock>.rel.<token>, <lock>.pub.<token>      generation B
 //	<lock>.new.<token>.<maker pid>              lockctl, building a lock
@@ -145,7 +167,8 @@ func (m Matcher) side(name string) (side, bool) {
 func (s side) claimant() (by int64, token string, maker bool) {
 	switch {
 	case s.kind == ClaimBreak:
-		parts := strings.Split(s.rest, ".")
+		rest, _ := cutNS(s.rest)
+		parts := strings.Split(rest, ".")
 		switch len(parts) {
 		case 2:
 			if pid, ok := parsePid(parts[0]); ok && isDigits(parts[0]) {

@@ -522,6 +522,15 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 		if c.Record.Err == nil {
 			c.Record.Holder, c.Record.Err = parseClaimed(c.Record.Raw, tok)
 		}
+		if c.Kind == ClaimBreak {
+			_, c.NS = cutNS(s.rest)
+		}
+		if h := c.Record.Holder; c.Maker && h != nil && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && c.Record.Format() == FormatLockctl {
+			// lockctl builds and releases only records of its own pid
+			// namespace (a release of another's is refused), so the
+			// record's namespace is its maker's.
+			c.NS = h.PidNS
+		}
 		if c.Kind == ClaimHolder && c.By == 0 && c.Record.Holder != nil {
 			// A holder file left without its lock: the process that should
 			// have removed it is the holder itself.

@@ -3,6 +3,7 @@ package verdict
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,12 +48,14 @@ type Probe interface {
 }
 
 // CachingProbe remembers each pid's answer for the life of one run, so a
-// registry where many locks share a holder asks the kernel once.
-// It is safe for concurrent use.
+// registry where many locks share a holder asks the kernel once, and so
+// the index of namesakes (PidSpace), where Next can give one. Whether a pid
+// namespace is in use is never remembered. It is safe for concurrent use.
 type CachingProbe struct {
 	Next Probe
 	mu   sync.Mutex
 	seen map[int]Proc
+	ns   namesakes
 }
 
 // Probe implements Probe.
@@ -177,3 +180,7 @@ func ScopeDigest(machineID, bootID, pidNS string) string {
 // errNotPid is why a probe never asks about pid: kill(0) and kill(-1)
 // address process groups.
 func errNotPid(pid int) error { return fmt.Errorf("pid %d is not a process id", pid) }
+
+// errNoPidSpace is why a probe that cannot look into other pid namespaces
+// proves nothing about them.
+var errNoPidSpace = errors.New("this probe cannot look into other pid namespaces")

@@ -3,6 +3,7 @@
 package verdict
 
 import (
+	"fmt"
 	"os"
 	"time"
 	"unsafe"
@@ -28,6 +29,19 @@ func (KernelProbe) Probe(pid int) Proc {
 		return err
 	})
 	return kinfoProc(pid, b, err, func() error { return retry(func() error { return unix.Kill(pid, 0) }) })
+}
+
+// Namesakes implements PidSpace: macOS has no pid namespaces, so no
+// process has a pid other than the one this reader sees.
+func (KernelProbe) Namesakes() (map[int][]Namesake, error) { return nil, nil }
+
+// NamespaceInUse implements PidSpace. macOS has one pid space, which lockctl
+// records as "-"; any other namespace was not written here.
+func (KernelProbe) NamespaceInUse(ns string) (bool, error) {
+	if ns == "-" {
+		return true, nil
+	}
+	return false, fmt.Errorf("pid namespace %s is not of this Mac", ns)
 }
 
 // LocalHost reads the facts of this Mac: its name, kern.bootsessionuuid

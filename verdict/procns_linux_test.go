@@ -20,13 +20,23 @@ func TestMain(m *testing.M) {
 	if os.Getenv(probeSelfEnv) != "" {
 		p := KernelProbe{}.Probe(os.Getpid())
 		_, complete := (&KernelEvidence{}).Holders(1, 1)
+		_, nsErr := KernelProbe{}.NamespaceInUse("pid:[1]")
+		_, namesakesErr := KernelProbe{}.Namesakes()
 		json.NewEncoder(os.Stdout).Encode(map[string]any{
 			"pid": os.Getpid(), "state": p.State, "has_start": p.HasStart, "start": p.Start, "comm": p.Comm,
 			"complete": complete, "err": fmt.Sprint(p.Err),
+			"ns_err": errString(nsErr), "namesakes_err": errString(namesakesErr),
 		})
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // probeSelfUnder runs this test binary as `unshare ARGS` (the binary's path
@@ -162,7 +172,7 @@ func TestScopeOfSandbox(t *testing.T) {
 	if err := os.WriteFile(mid, []byte(spoof+"\n"), 0o444); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--pid", "--fork", "sh", "-c",
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "sh", "-c",
 		"mount --bind "+mid+" /etc/machine-id && echo ready && exec sleep 600")
 	if line, err := startReady(t, cmd); err != nil {
 		t.Skipf("cannot bind-mount over /etc/machine-id here: %q, %v", line, err)

@@ -161,7 +161,7 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 		if c.Kind != scan.ClaimBuild || !c.Maker {
 			continue
 		}
-		if p := j.probeBy(c.By); p.State == StateAbsent || p.State == StateZombie {
+		if p := j.probeSide(l, c); p.State == StateAbsent || p.State == StateZombie {
 			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
 		}
 	}
@@ -193,7 +193,7 @@ func (j *Judge) kernelHolders(r Result) Result {
 		r.Seen = SeenComplete
 		if !complete {
 			r.Seen = SeenPartial
-			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read (run as root to be sure)")
+			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read (run as root with CAP_SYS_PTRACE to be sure)")
 		}
 		return r
 	}
@@ -294,7 +294,7 @@ func (j *Judge) judge(l *scan.Lock) Result {
 		if c.Kind == scan.ClaimBuild {
 			continue // waiting acquirers, or debris (summarised by Judge)
 		}
-		r.Notes = append(r.Notes, j.sideNote(c))
+		r.Notes = append(r.Notes, j.sideNote(l, c))
 	}
 	switch r.Verdict {
 	case Gone:
@@ -389,7 +389,13 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)
 		}
 	}
-	if h.Host != "" {
+	// On a local file system a record of this boot was written by this
+	// kernel, whatever host name it gives: a UTS namespace (a container, a
+	// sandbox) renames the host for its own processes only. On a network
+	// file system another machine may share the boot id (VMs cloned from
+	// one snapshot), so there the name is checked too.
+	thisKernel := h.BootID != "" && h.BootID == j.Host.BootID && !fs.Remote
+	if h.Host != "" && !thisKernel {
 		if j.Host.Name == "" {
 			return out(Unknown, "the record names host %s, and this host's name cannot be read", h.Host)
 		}
@@ -412,15 +418,30 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 		return out(Foreign, "the record is a bare pid on a network file system (%s), where it may belong to another host: judge it on the host that wrote it", fs.Name)
 	}
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
-		return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+		if !thisKernel {
+			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+		}
+		// A namespace no process is in has ended, and every process of it
+		// with it: once its init exits, nothing can enter it again.
+		switch used, err := j.nsInUse(h.PidNS); {
+		case err != nil:
+			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace (whether it has ended cannot be told here: %v)", h.PidNS, j.Host.PidNS, err)
+		case used:
+			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+		}
+		return out(Gone, "the record names pid namespace %s, and no process on this machine is in it any more: that namespace has ended, and pid %s with it", h.PidNS, h.PidText)
 	}
-	jd = j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, format, written)
+	// A pid of a record that names its namespace (lockctl's own, a
+	// generation B scope) is of this namespace by now; any other could have
+	// been written in any namespace.
+	placed := h.PidNS != "" || h.Scope != ""
+	jd = j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, placed, format, written)
 	// Processes recorded together with the holder hold the lock with it.
 	for _, a := range h.Also {
 		if jd.v == Live {
 			break
 		}
-		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, format, written); jd.moreHeld(also) {
+		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, placed, format, written); jd.moreHeld(also) {
 			also.reason = "the holder is gone, but " + also.reason + " (recorded with it)"
 			jd = also
 		}
@@ -429,8 +450,9 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 }
 
 // process judges one recorded process of record h: pid (as written, pidText),
-// with its start time when the record fences it.
-func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint64, fenced bool, format scan.Format, written time.Time) judged {
+// with its start time when the record fences it. placed says the pid is of
+// this pid namespace; otherwise it is gone only if no namespace has it.
+func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint64, fenced, placed bool, format scan.Format, written time.Time) judged {
 	jd := judged{holder: h}
 	out := func(v Verdict, format string, args ...any) judged {
 		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
@@ -450,6 +472,15 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 			// The writer could not tell where it was: a pid that is absent
 			// (or a zombie) here may name a process in another namespace.
 			return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
+		}
+		if !placed {
+			if why := j.elsewhere(pid); why != "" {
+				here := "is not running in this pid namespace"
+				if p.State == StateZombie {
+					here = fmt.Sprintf("is a zombie (%s) in this pid namespace", p.Comm)
+				}
+				return out(Unknown, "pid %d %s, but the record does not say which pid namespace wrote it, and %s", pid, here, why)
+			}
 		}
 		if p.State == StateZombie {
 			return out(Gone, "pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm)
@@ -495,11 +526,19 @@ func (j *Judge) sameHost(h string) bool { return h != "" && strings.EqualFold(h,
 // writers checks generation B writer evidence: a holder that is gone while
 // one of its writers runs still holds the lock.
 func (j *Judge) writers(l *scan.Lock) (judged, bool) {
+	// Writers run in their holder's namespace, which only a record whose
+	// scope is this host's names.
+	ns := ""
+	for _, r := range l.Holders {
+		if r.Holder != nil && r.Holder.Scope != "" && r.Holder.Scope == j.Host.Scope {
+			ns = j.Host.PidNS
+		}
+	}
 	for _, w := range l.Writers {
 		if w.Pid <= 0 || w.Pid > j.Host.PidMax {
 			return judged{v: Unknown, reason: fmt.Sprintf("the writer evidence %s names no usable pid", w.Name)}, true
 		}
-		switch p := j.Probe.Probe(int(w.Pid)); p.State {
+		switch p := j.probeIn(w.Pid, ns, l.FS.Remote); p.State {
 		case StateAbsent, StateZombie:
 		case StateRunning:
 			return judged{v: Live, reason: fmt.Sprintf("the holder is gone, but its writer pid %d (%s) is still running", w.Pid, p.Comm)}, true
@@ -530,19 +569,19 @@ func (j *Judge) noRecord(r Result) Result {
 		if belongs(l, c) {
 			return j.claimed(r)
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%s is older than the lock directory, so it belongs to an earlier lock, not this one", j.sideNote(c)))
+		r.Notes = append(r.Notes, fmt.Sprintf("%s is older than the lock directory, so it belongs to an earlier lock, not this one", j.sideNote(l, c)))
 	}
 	for _, c := range l.Claims {
 		if c.Kind != scan.ClaimPublish {
 			continue
 		}
-		switch p := j.probeBy(c.By); p.State {
+		switch p := j.probeSide(l, c); p.State {
 		case StateRunning:
 			return r.set(judged{v: Live, holder: c.Record.Holder, reason: fmt.Sprintf("no holder record yet, but pid %d is publishing one (%s)", c.By, c.Record.File)})
 		case StateUnknown:
 			return r.set(judged{v: Unknown, reason: fmt.Sprintf("no holder record, and cannot tell whether the publisher of %s is running: %s", c.Record.File, errText(p.Err))})
 		}
-		r.Notes = append(r.Notes, j.sideNote(c))
+		r.Notes = append(r.Notes, j.sideNote(l, c))
 	}
 	switch {
 	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty:
@@ -604,7 +643,7 @@ func (j *Judge) claimed(r Result) Result {
 		for _, c := range l.Claims {
 			if c.Kind == scan.ClaimBuild {
 				builds++
-				if p := j.probeBy(c.By); p.State == StateRunning || p.State == StateUnknown {
+				if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
 					waiting++
 				}
 			}
@@ -637,7 +676,7 @@ func (j *Judge) claimed(r Result) Result {
 		return j.claimedMany(r, claims)
 	}
 	c := claims[0]
-	by := j.probeBy(c.By)
+	by := j.probeSide(l, c)
 	var rec judged
 	switch {
 	case c.Record.Err != nil:
@@ -705,8 +744,8 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 	done := len(claims) > 0
 	var steps []Step
 	for _, c := range claims {
-		parts = append(parts, j.sideNote(c))
-		by := j.probeBy(c.By)
+		parts = append(parts, j.sideNote(l, c))
+		by := j.probeSide(l, c)
 		makerGone := by.State == StateAbsent || by.State == StateZombie
 		if c.Kind == scan.ClaimBuild && c.Maker {
 			// A build is debris once its maker is gone, whatever its record.
@@ -794,15 +833,82 @@ func restoreTarget(l *scan.Lock, c scan.Claim) string {
 	return ""
 }
 
-func (j *Judge) probeBy(pid int64) Proc {
-	if pid <= 0 || pid > j.Host.PidMax {
+// probeSide asks about the process a side file names (its maker, or for a
+// file named by a holder's token, that holder) in the pid namespace it is
+// of: the one its name or record gives, this one for a generation B token
+// whose record has this host's scope, or, where nothing says, any.
+func (j *Judge) probeSide(l *scan.Lock, c scan.Claim) Proc {
+	if c.By <= 0 || c.By > j.Host.PidMax {
 		return Proc{State: StateUnknown, Err: errors.New("the file name carries no usable pid")}
 	}
-	return j.Probe.Probe(int(pid))
+	ns := c.NS
+	if h := c.Record.Holder; ns == "" && !c.Maker && h != nil && h.Scope != "" && h.Scope == j.Host.Scope {
+		ns = j.Host.PidNS
+	}
+	return j.probeIn(c.By, ns, l.FS.Remote)
 }
 
-func (j *Judge) sideNote(c scan.Claim) string {
-	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeBy(c.By)))
+// probeIn asks about pid as a pid of pid namespace ns, "" when nothing says
+// which. A pid of another namespace is never asked about here, where the
+// number names some other process: it is gone only when its namespace has
+// ended (on a local file system, where the namespace is this machine's),
+// and unknown otherwise. A pid of no stated namespace that is absent here
+// is gone only when no namespace has it.
+func (j *Judge) probeIn(pid int64, ns string, remote bool) Proc {
+	if pid <= 0 || pid > j.Host.PidMax {
+		return Proc{State: StateUnknown, Err: fmt.Errorf("pid %d is out of range (1 to %d)", pid, j.Host.PidMax)}
+	}
+	if ns != "" && ns != j.Host.PidNS {
+		if !remote {
+			if used, err := j.nsInUse(ns); err == nil && !used {
+				return Proc{State: StateAbsent, Err: fmt.Errorf("its pid namespace %s has ended", ns)}
+			}
+		}
+		return Proc{State: StateUnknown, Err: fmt.Errorf("it is a pid of pid namespace %s, not of this one (%s): judge it inside that namespace", ns, j.Host.PidNS)}
+	}
+	p := j.Probe.Probe(int(pid))
+	if ns == "" && (p.State == StateAbsent || p.State == StateZombie) {
+		if why := j.elsewhere(int(pid)); why != "" {
+			return Proc{State: StateUnknown, Err: fmt.Errorf("it is not running in this pid namespace, but nothing says which namespace it is of, and %s", why)}
+		}
+	}
+	return p
+}
+
+// elsewhere says why pid, absent (or a zombie) in this pid namespace, may
+// still be a live process's pid in another, or "" when this reader sees
+// every pid namespace and no live process has pid in any of them.
+func (j *Judge) elsewhere(pid int) string {
+	ps, ok := j.Probe.(PidSpace)
+	if !ok {
+		return errNoPidSpace.Error()
+	}
+	idx, err := ps.Namesakes()
+	if err != nil {
+		return err.Error()
+	}
+	if ns := idx[pid]; len(ns) > 0 {
+		n := ns[0]
+		where := "a pid namespace below this one"
+		if n.NS != "" {
+			where = "pid namespace " + n.NS
+		}
+		return fmt.Sprintf("pid %d (%s) is pid %d in %s: the record may be that process's; judge it inside that namespace", n.Pid, n.Comm, n.Inner, where)
+	}
+	return ""
+}
+
+// nsInUse asks the probe whether any process is in pid namespace ns.
+func (j *Judge) nsInUse(ns string) (bool, error) {
+	ps, ok := j.Probe.(PidSpace)
+	if !ok {
+		return false, errNoPidSpace
+	}
+	return ps.NamespaceInUse(ns)
+}
+
+func (j *Judge) sideNote(l *scan.Lock, c scan.Claim) string {
+	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeSide(l, c)))
 }
 
 func byWord(pid int64, p Proc) string {

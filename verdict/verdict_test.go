@@ -73,10 +73,31 @@ var alive = runningSince(dirMade.Add(-time.Minute))
 // fakeProbe answers from a map; a pid missing from it is not running. It
 // fails the test if it is ever asked about a pid that is not a process id
 // (kill(-1, 0) would address every process) or is above pid_max.
+//
+// It sees every pid namespace (PidSpace): namesakes lists the processes of
+// other namespaces by their inner pid, namespaces the namespaces that have
+// a process in them, and view, when set, is why it cannot see them.
 type fakeProbe struct {
-	t     *testing.T
-	procs map[int]Proc
-	calls []int
+	t          *testing.T
+	procs      map[int]Proc
+	calls      []int
+	namesakes  map[int][]Namesake
+	namespaces map[string]bool
+	view       error
+}
+
+func (f *fakeProbe) Namesakes() (map[int][]Namesake, error) {
+	if f.view != nil {
+		return nil, f.view
+	}
+	return f.namesakes, nil
+}
+
+func (f *fakeProbe) NamespaceInUse(ns string) (bool, error) {
+	if f.view != nil {
+		return false, f.view
+	}
+	return f.namespaces[ns] || ns == hereNS, nil
 }
 
 func (f *fakeProbe) Probe(pid int) Proc {
@@ -276,6 +297,13 @@ type judgeCase struct {
 	// noProbe: the probe must not be asked anything (a pid from elsewhere
 	// names some unrelated process here).
 	noProbe bool
+	// namesakes, namespaces and view are what the probe knows of other pid
+	// namespaces (fakeProbe).
+	namesakes  map[int][]Namesake
+	namespaces map[string]bool
+	view       error
+	// debris is the exact Result.Debris, where the case says.
+	debris []Step
 }
 
 func (tc judgeCase) run(t *testing.T) {
@@ -284,7 +312,7 @@ func (tc judgeCase) run(t *testing.T) {
 	if tc.host != nil {
 		tc.host(&h)
 	}
-	p := &fakeProbe{t: t, procs: tc.procs}
+	p := &fakeProbe{t: t, procs: tc.procs, namesakes: tc.namesakes, namespaces: tc.namespaces, view: tc.view}
 	j := &Judge{Host: h, Probe: p, Evidence: tc.evidence}
 	got := j.Judge(tc.lock)
 	checkResult(t, tc.name, got, tc.lock)
@@ -296,6 +324,9 @@ func (tc judgeCase) run(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Remove, tc.remove) && (len(got.Remove) != 0 || len(tc.remove) != 0) {
 		t.Errorf("Judge(%s).Remove = %v, want %v", tc.name, got.Remove, tc.remove)
+	}
+	if tc.debris != nil && !reflect.DeepEqual(got.Debris, tc.debris) && (len(got.Debris) != 0 || len(tc.debris) != 0) {
+		t.Errorf("Judge(%s).Debris = %v, want %v", tc.name, got.Debris, tc.debris)
 	}
 	if tc.note != "" && !strings.Contains(strings.Join(got.Notes, "\n"), tc.note) {
 		t.Errorf("Judge(%s).Notes = %q, want one containing %q", tc.name, got.Notes, tc.note)
@@ -681,9 +712,10 @@ func TestJudgeForeign(t *testing.T) {
 			noProbe: true,
 		},
 		{
-			name: "pid-namespace-mismatch",
-			lock: pidLock(modified(fenced(holderPid, alive.Start, hereBoot), func(h *scan.Holder) { h.PidNS = "pid:[4026532999]" })),
-			want: Foreign, reason: "names pid namespace pid:[4026532999]",
+			name:       "pid-namespace-mismatch",
+			lock:       pidLock(modified(fenced(holderPid, alive.Start, hereBoot), func(h *scan.Holder) { h.PidNS = otherNS })),
+			namespaces: map[string]bool{otherNS: true},
+			want:       Foreign, reason: "names pid namespace pid:[4026532999]",
 			noProbe: true,
 		},
 		{

@@ -1,0 +1,172 @@
+//go:build linux
+
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// wholeView says why this process cannot see every process on the machine,
+// or nil when it can: it is in the initial pid namespace, the /proc mounted
+// here is of that namespace, and it hides no process. Only such a reader
+// can prove that a pid recorded without its namespace is in use nowhere,
+// or that a pid namespace has ended. None of the three changes under a
+// running process, so it is asked once.
+var wholeView = sync.OnceValue(func() error {
+	own, err := os.Readlink("/proc/self/ns/pid")
+	switch {
+	case err != nil:
+		return fmt.Errorf("this process's pid namespace cannot be read (%v)", errors.Unwrap(err))
+	case own != initialPidNS:
+		return fmt.Errorf("this lockctl runs in a child pid namespace (%s), which cannot see the processes of the host or of other containers: judge it from the host", own)
+	}
+	if err := procOurs(); err != nil {
+		return err
+	}
+	if procHidesSome() {
+		return errors.New("the /proc mounted here hides processes (hidepid or subset), so not every process can be seen: judge it where /proc shows them all")
+	}
+	return nil
+})
+
+// procPids lists the processes in /proc.
+func procPids() ([]string, error) {
+	f, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("cannot list /proc: %w", errors.Unwrap(err))
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list /proc: %w", errors.Unwrap(err))
+	}
+	pids := names[:0]
+	for _, n := range names {
+		if n != "" && n[0] >= '1' && n[0] <= '9' && isDigits(n) {
+			pids = append(pids, n)
+		}
+	}
+	return pids, nil
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// gone reports whether err says a /proc entry vanished: its process exited
+// while it was being read.
+func gone(err error) bool { return os.IsNotExist(err) || errors.Is(err, unix.ESRCH) }
+
+// Namesakes implements PidSpace from the NSpid line of every process's
+// status, read afresh on every call. A process in the initial namespace
+// (by its ns/pid link, the cheaper read) has no other pid and is passed
+// over; a process that has exited (a zombie with no other thread) holds
+// nothing and is left out.
+func (KernelProbe) Namesakes() (map[int][]Namesake, error) {
+	if err := wholeView(); err != nil {
+		return nil, err
+	}
+	pids, err := procPids()
+	if err != nil {
+		return nil, err
+	}
+	idx := map[int][]Namesake{}
+	for _, p := range pids {
+		ns, err := os.Readlink("/proc/" + p + "/ns/pid")
+		if err == nil && ns == initialPidNS {
+			continue
+		}
+		if gone(err) {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + p + "/status")
+		if gone(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read /proc/%s/status (%v), so whether a container's process has this pid cannot be told: run as root", p, errors.Unwrap(err))
+		}
+		st := string(b)
+		levels := nsPids(st)
+		if levels == nil {
+			return nil, errors.New("this kernel shows no NSpid in /proc/<pid>/status (before Linux 4.1), so a container's pids cannot be seen")
+		}
+		if len(levels) < 2 || statusExited(st) {
+			continue
+		}
+		pid, _ := strconv.Atoi(p)
+		name, _ := statusField(st, "Name")
+		for _, l := range levels[1:] {
+			if inner, err := strconv.Atoi(l); err == nil {
+				idx[inner] = append(idx[inner], Namesake{Pid: pid, Inner: inner, Comm: name, NS: ns})
+			}
+		}
+	}
+	return idx, nil
+}
+
+// NamespaceInUse implements PidSpace from every process's ns/pid link,
+// read afresh on every call, or, where the link may not be read, the NSpid
+// line of its status, which says whether it is in the initial namespace
+// (and so not in ns, which is never the initial one: this reader is in
+// that). A zombie's link still reads, so a namespace whose last process is
+// a zombie not yet reaped is still in use.
+func (KernelProbe) NamespaceInUse(ns string) (bool, error) {
+	if err := wholeView(); err != nil {
+		return false, err
+	}
+	pids, err := procPids()
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pids {
+		link, err := os.Readlink("/proc/" + p + "/ns/pid")
+		switch {
+		case err == nil && link == ns:
+			return true, nil
+		case err == nil, gone(err):
+		case ownNS(p):
+			// Its link may not be read (a process more privileged than
+			// this one), but its status says it is in the initial
+			// namespace, which is not ns.
+		default:
+			return false, fmt.Errorf("cannot read /proc/%s/ns/pid (%v), so whether a process is still in pid namespace %s cannot be told: run as root with CAP_SYS_PTRACE", p, errors.Unwrap(err), ns)
+		}
+	}
+	return false, nil
+}
+
+// statusField returns the value of the line "key:\t<value>" of a
+// /proc/<pid>/status.
+func statusField(status, key string) (string, bool) {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// statusExited is statExited for a /proc/<pid>/status: state Z or X with a
+// single thread. Anything it cannot read is doubt: not exited.
+func statusExited(status string) bool {
+	state, _ := statusField(status, "State")
+	threads, _ := statusField(status, "Threads")
+	if state == "" || !strings.ContainsAny(state[:1], "ZXx") {
+		return false
+	}
+	n, err := strconv.Atoi(threads)
+	return err == nil && n <= 1
+}

@@ -1,0 +1,85 @@
+//go:build linux
+
+package verdict
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/testutil"
+)
+
+// TestNamesakesFindsAContainersPid: seen from the host, a process in a pid
+// namespace of its own is found by the pid it has there, so that a pid
+// file it wrote is never read as a host pid that is not running.
+func TestNamesakesFindsAContainersPid(t *testing.T) {
+	c := testutil.StartContainer(t, 31000, "exec sleep 600")
+	idx, err := KernelProbe{}.Namesakes()
+	if err != nil {
+		t.Fatalf("Namesakes() from the host: %v", err)
+	}
+	var found bool
+	for _, n := range idx[c.Inner] {
+		found = found || n.Pid == c.Pid && n.NS == c.NS
+	}
+	if !found {
+		t.Errorf("Namesakes()[%d] = %v, want host pid %d in %s", c.Inner, idx[c.Inner], c.Pid, c.NS)
+	}
+	// Through the caching probe as well, which doctor uses.
+	if idx, err := (&CachingProbe{Next: KernelProbe{}}).Namesakes(); err != nil || len(idx[c.Inner]) == 0 {
+		t.Errorf("CachingProbe.Namesakes()[%d] = %v, %v; want the container's process", c.Inner, idx[c.Inner], err)
+	}
+}
+
+// TestNamespaceInUse: a namespace is in use while a process is in it, and
+// has ended once its init has been killed and reaped.
+func TestNamespaceInUse(t *testing.T) {
+	c := testutil.StartContainer(t, 31000, "exec sleep 600")
+	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || !used {
+		t.Fatalf("NamespaceInUse(%s) of a live container = %v, %v; want true", c.NS, used, err)
+	}
+	if used, err := (KernelProbe{}).NamespaceInUse(initialPidNS); err != nil || !used {
+		t.Errorf("NamespaceInUse(the host's) = %v, %v; want true", used, err)
+	}
+	c.Stop()
+	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || used {
+		t.Errorf("NamespaceInUse(%s) of a container that ended = %v, %v; want false", c.NS, used, err)
+	}
+}
+
+// TestPidSpaceFromPartialViews: from a child pid namespace (with its own
+// /proc or the host's), under hidepid, and without CAP_SYS_PTRACE, the
+// probe refuses the questions it cannot answer from what it sees.
+func TestPidSpaceFromPartialViews(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// nsErr: NamespaceInUse must refuse; namesakesErr: Namesakes too.
+		namesakesErr, nsErr string
+	}{
+		{"child-namespace-own-proc", []string{"--pid", "--fork", "--kill-child", "--mount-proc", "{}"}, "child pid namespace", "child pid namespace"},
+		{"child-namespace-host-proc", []string{"--pid", "--fork", "--kill-child", "{}"}, "child pid namespace", "child pid namespace"},
+		{"hidepid", []string{"--mount", "sh", "-c", `mount -t proc -o hidepid=invisible proc /proc && exec "$0"`, "{}"}, "hides processes", "hides processes"},
+		{"no-cap-sys-ptrace", []string{"--mount", "setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace", "{}"}, "", "CAP_SYS_PTRACE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A container whose process this reader may not look into.
+			testutil.StartContainer(t, 31000, "exec sleep 600")
+			out := probeSelfUnder(t, tc.args...)
+			var got struct {
+				NamesakesErr string `json:"namesakes_err"`
+				NSErr        string `json:"ns_err"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if tc.namesakesErr == "" && got.NamesakesErr != "" || !strings.Contains(got.NamesakesErr, tc.namesakesErr) {
+				t.Errorf("Namesakes() error = %q, want one saying %q", got.NamesakesErr, tc.namesakesErr)
+			}
+			if tc.nsErr == "" || !strings.Contains(got.NSErr, tc.nsErr) {
+				t.Errorf("NamespaceInUse() error = %q, want one saying %q", got.NSErr, tc.nsErr)
+			}
+		})
+	}
+}
