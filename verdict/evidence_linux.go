@@ -32,7 +32,8 @@ type KernelEvidence struct {
 	once     sync.Once
 	locks    map[devIno][]procLock
 	open     map[devIno][]int
-	complete bool
+	complete bool  // every process was seen, or could have been
+	unseen   []int // the processes whose open files were not seen
 
 	tableOnce sync.Once
 	table     map[devIno][]procLock
@@ -180,7 +181,15 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 		l := k.locks[key][0]
 		hs = append(hs, KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)"})
 	}
-	return hs, k.complete
+	return hs, k.complete && len(k.unseen) == 0
+}
+
+// Unseen returns the processes whose open files the look could not see
+// (after a first question: the look is taken then), and whether it saw all
+// the others: the look was complete but for those.
+func (k *KernelEvidence) Unseen() (pids []int, others bool) {
+	k.once.Do(k.gather)
+	return k.unseen, k.complete
 }
 
 func comm(pid int) string {
@@ -222,7 +231,7 @@ func (k *KernelEvidence) gather() {
 			continue
 		}
 		if !k.scanFds(pid) {
-			k.complete = false
+			k.unseen = append(k.unseen, pid)
 		}
 	}
 }
@@ -307,7 +316,12 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 		// while its other threads, which share its files, hold them open.
 		return k.scanLeaderless(pid)
 	}
-	k.index(pid, f, names)
+	// A descriptor that could not be followed (EACCES: a process more
+	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
+	// lock, so the look is incomplete, unless the process has exited.
+	if _, unseen := k.index(pid, f, names); unseen > 0 {
+		return exited(pid)
+	}
 	return true
 }
 
@@ -368,7 +382,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
 		if err == nil {
 			// A read counts only when every descriptor listed could be
 			// followed: a thread that exits mid-read loses its files.
-			if got := k.index(pid, f, names); got > 0 && got == len(names) {
+			if got, _ := k.index(pid, f, names); got > 0 && got == len(names) {
 				seen = true
 			}
 		}
@@ -381,15 +395,19 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
 }
 
 // index records pid as holding each file open in the fd directory f, whose
-// entries are names.
-func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count int) {
+// entries are names. It counts the descriptors it followed, and those it
+// could not follow for any reason but their having been closed since.
+func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count, unseen int) {
 	fd := int(f.Fd())
 	for _, n := range names {
 		var st unix.Statx_t
 		// The fd entries are magic links: statx follows them to the file.
 		// AT_STATX_DONT_SYNC keeps a hung NFS server from stalling the
 		// scan (a hung FUSE server still can).
-		if unix.Statx(fd, n, unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &st) != nil {
+		if err := unix.Statx(fd, n, unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &st); err != nil {
+			if err != unix.ENOENT && err != unix.ESRCH {
+				unseen++
+			}
 			continue
 		}
 		key := devIno{unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino}
@@ -398,7 +416,7 @@ func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count int) 
 			k.open[key] = append(l, pid)
 		}
 	}
-	return count
+	return count, unseen
 }
 
 // parseProcLock parses one line of /proc/locks:
