@@ -59,9 +59,10 @@ func TestScript(t *testing.T) {
 			switch cond {
 			case "root":
 				return os.Geteuid() == 0, nil
-			case "fds-visible":
-				// Root may follow every process's descriptors: not so
-				// where a sandbox's pid 1 hides its own even from root.
+			case "all-visible":
+				// Root may follow every process's descriptors and root:
+				// not so where a sandbox's pid 1 hides its own even from
+				// root.
 				return os.Geteuid() == 0 && len(testutil.HiddenFromRoot()) == 0, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)

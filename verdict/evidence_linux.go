@@ -121,14 +121,13 @@ func nsScopes(h Host) (map[string]bool, bool) {
 			scopes[ScopeDigest(id, h.BootID, ns)] = true
 		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
 			// None there (or it exited): nothing it writes carries a scope.
-		case ns != own:
-			// Another namespace's root this process may not look into: a
-			// writer there may use a machine id never seen here.
+		default:
+			// A root this process may not look into (another namespace's,
+			// or a more privileged process's of this one, such as a
+			// sandbox's pid 1): a writer there may use a machine id never
+			// seen here.
 			complete = false
 		}
-		// A process of this namespace whose root cannot be read is taken
-		// to share this machine id (a supervisor of a container, a
-		// sandboxed init): the one gap; see docs/verdicts.md.
 	}
 	return scopes, complete
 }

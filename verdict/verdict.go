@@ -382,7 +382,7 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 				case used:
 					return out(Foreign, "its scope is that of a pid namespace of this boot, though the record is dated %s, before this host booted (a clock set late?): judge it inside that namespace", stamp(info.Mtime))
 				case !complete:
-					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (run as root): judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
+					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (run as root with CAP_SYS_PTRACE): judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
 				}
 				return out(Gone, "its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime))
 			}

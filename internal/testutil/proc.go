@@ -98,14 +98,14 @@ func ProcState(pid int) byte {
 	return b[i+2]
 }
 
-// HiddenFromRoot lists the processes whose open files this process may not
-// follow (statx of /proc/<pid>/fd/<n> fails with EACCES or EPERM), found the
-// first time it is asked, before the caller starts processes of its own: on
-// some machines a sandbox's pid 1 hides its descriptors even from root. No
-// look at every process's open files is complete while such a process
-// runs, so lockctl rightly sweeps nothing on that strength there; a test of
-// what happens after a complete look takes these processes, which no test
-// started, not to hold its temporary files.
+// HiddenFromRoot lists the processes whose open files or root directory
+// this process may not follow (statx of /proc/<pid>/fd/<n>, or of
+// /proc/<pid>/root, fails with EACCES or EPERM), found the first time it is
+// asked, before the caller starts processes of its own: on some machines a
+// sandbox's pid 1 hides them even from root. No look at every process is
+// complete while such a process runs, so lockctl rightly sweeps nothing on
+// that strength there; a test of what happens after a complete look takes
+// these processes, which no test started, not to hold its temporary files.
 func HiddenFromRoot() map[int]bool { return hiddenFromRoot() }
 
 // OnlyHidden reports whether every pid of unseen is HiddenFromRoot.
@@ -124,6 +124,11 @@ var hiddenFromRoot = sync.OnceValue(func() map[int]bool {
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
+			continue
+		}
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, "/proc/"+e.Name()+"/root", 0, unix.STATX_INO, &st); err == unix.EACCES || err == unix.EPERM {
+			hidden[pid] = true
 			continue
 		}
 		fds, _ := os.ReadDir("/proc/" + e.Name() + "/fd")
