@@ -81,6 +81,9 @@ var localHost = sync.OnceValue(verdict.LocalHost)
 func startOf(pid int) (uint64, error) {
 	p := verdict.KernelProbe{}.Probe(pid)
 	if p.State != verdict.StateRunning || !p.HasStart {
+		if p.Err != nil {
+			return 0, fmt.Errorf("pid %d is not a running process whose start time can be read (%v)", pid, p.Err)
+		}
 		return 0, fmt.Errorf("pid %d is not a running process whose start time can be read", pid)
 	}
 	return p.Start, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -143,3 +144,39 @@ var hiddenFromRoot = sync.OnceValue(func() map[int]bool {
 	}
 	return hidden
 })
+
+// StartTicks is field 22 of /proc/<pid>/stat, the process's start time in
+// clock ticks since boot, or 0 if it cannot be read.
+func StartTicks(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
+
+// FreePid returns a pid that no process on the host has, and that the
+// kernel handed out a while ago, so that it will not hand it out again
+// soon: a pid a test gives to a container's process, which must be absent
+// on the host for the test to mean anything. except are pids not to take.
+func FreePid(t T, except ...int) int {
+	t.Helper()
+	last, _ := strconv.Atoi(strings.TrimSpace(readString("/proc/sys/kernel/ns_last_pid")))
+	taken := map[int]bool{}
+	for _, p := range except {
+		taken[p] = true
+	}
+	for n := last - 500; n > 300; n-- {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(n)); errors.Is(err, fs.ErrNotExist) && !taken[n] {
+			return n
+		}
+	}
+	t.Fatalf("no free pid below %d", last-500)
+	return 0
+}

@@ -31,3 +31,10 @@ func RecB(tok string, pid int, host, scope string, more ...string) []byte {
 
 // PidRec is the record of a pid file: the pid in decimal and a newline.
 func PidRec(pid int) []byte { return fmt.Appendf(nil, "%d\n", pid) }
+
+// RecLockctl is lockctl's own record (docs/format.md) naming pid, with its
+// start time in clock ticks, this boot, a pid namespace and a host.
+func RecLockctl(pid int, start uint64, boot, pidNS, host string) []byte {
+	return fmt.Appendf(nil, "lockctl-lock 1\ntoken %d.%032x.1\npid %d\nstart %d\nboot %s\npidns %s\nhost %s\ncommand x\nacquired 2026-01-02T03:04:05.000000006Z\n",
+		pid, pid, pid, start, boot, pidNS, host)
+}
