@@ -868,6 +868,33 @@ func (r *lcReaper) recoverCleanly(dir, l string) {
 	testutil.WantNames(r.t, dir, "m.lock")
 }
 
+// checkSections reads a log of "enter ID" and "exit ID" lines and returns
+// how many entered, and every place where two sections overlap.
+func checkSections(data string) (enters int, violations []string) {
+	inside := ""
+	for i, line := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			violations = append(violations, fmt.Sprintf("line %d: malformed %q", i+1, line))
+			continue
+		}
+		switch f[0] {
+		case "enter":
+			enters++
+			if inside != "" {
+				violations = append(violations, fmt.Sprintf("line %d: %s entered while %s was inside", i+1, f[1], inside))
+			}
+			inside = f[1]
+		case "exit":
+			if inside != f[1] {
+				violations = append(violations, fmt.Sprintf("line %d: %s left, but %q was the one inside", i+1, f[1], inside))
+			}
+			inside = ""
+		}
+	}
+	return enters, violations
+}
+
 // TestChaosRun: six workers loop lockctl run around a critical section
 // while lockctl processes are SIGKILLed at random. CMD itself is never
 // killed, so the log must alternate enter/exit of one CMD at a time. After
@@ -974,28 +1001,7 @@ func TestChaosRun(t *testing.T) {
 	// The orphaned commands of killed runs finish on their own.
 	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
 
-	data := lcReadOr(logPath)
-	inside, enters, violations := "", 0, []string{}
-	for i, line := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			violations = append(violations, fmt.Sprintf("line %d: malformed %q", i+1, line))
-			continue
-		}
-		switch f[0] {
-		case "enter":
-			enters++
-			if inside != "" {
-				violations = append(violations, fmt.Sprintf("line %d: pid %s entered while pid %s was inside", i+1, f[1], inside))
-			}
-			inside = f[1]
-		case "exit":
-			if inside != f[1] {
-				violations = append(violations, fmt.Sprintf("line %d: pid %s left, but pid %q was the one inside", i+1, f[1], inside))
-			}
-			inside = ""
-		}
-	}
+	enters, violations := checkSections(lcReadOr(logPath))
 	t.Logf("%d runs entered the critical section in %ds, %d lockctl processes SIGKILLed, exit statuses %v", enters, seconds, kills, codes)
 	for i, v := range violations {
 		if i == 10 {
@@ -1028,4 +1034,200 @@ func TestChaosRun(t *testing.T) {
 	if left := testutil.Names(t, dir); len(left) > 0 {
 		t.Errorf("after the chaos, doctor --fix leaves %d entries (first %q)", len(left), left[0])
 	}
+}
+
+// TestChaosRunAcrossNamespaces is TestChaosRun with a container: three
+// workers loop lockctl run on the host and three inside a pid namespace of
+// their own that shares the registry, doctor --fix sweeps from both sides,
+// and lockctl processes on both sides are SIGKILLed at random. No two
+// sections overlap; no run fails but by being killed (issue 13, case 3: a
+// host sweep removed a container waiter's unpublished lock, and the waiter
+// failed "rename …: no such file or directory"); afterwards nothing is
+// wedged. LOCKCTL_CHAOS_SECONDS sets the duration (default 5).
+func TestChaosRunAcrossNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos test takes seconds")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a pid namespace needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	seconds := 5
+	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
+		if seconds, err = strconv.Atoi(s); err != nil || seconds <= 0 {
+			t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q is not a positive integer", s)
+		}
+	}
+	r := lcNewReaper(t)
+	dir, aux := t.TempDir(), t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	logPath := filepath.Join(aux, "log")
+	section := func(side string) string {
+		return fmt.Sprintf(`echo "enter %s$$" >> %s; sleep 0.01; echo "exit %s$$" >> %s`, side, logPath, side, logPath)
+	}
+	bin := lcBinary(t)
+
+	// The container: three workers, a sweeper, and at the end one more
+	// sweep of what its own killed runs left.
+	inside := fmt.Sprintf(`
+for i in 1 2 3; do
+	( while [ ! -e %[1]s/stop ]; do %[2]s run %[3]s -- sh -c '%[4]s'; echo $? >> %[1]s/codes; done ) &
+done
+( while [ ! -e %[1]s/stop ]; do %[2]s doctor --fix --quiet %[5]s >/dev/null 2>&1; sleep 0.1; done ) &
+wait
+%[2]s doctor --fix --quiet %[5]s >/dev/null 2>&1
+echo done > %[1]s/done
+exec sleep 600`, aux, bin, l, section("c"), dir)
+	ctr := r.start(nil, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", inside)
+	var ctrNS string
+	testutil.WaitFor(t, 10*time.Second, "the container's init", func() bool {
+		kids := strings.Fields(lcReadOr(fmt.Sprintf("/proc/%d/task/%d/children", ctr.pid, ctr.pid)))
+		if len(kids) == 1 {
+			ctrNS, _ = os.Readlink("/proc/" + kids[0] + "/ns/pid")
+		}
+		return ctrNS != ""
+	})
+	defer ctr.kill()
+
+	var mu sync.Mutex
+	running := map[*lcProc]bool{}
+	codes := map[int]int{}
+	var stderrs []string
+	end := time.Now().Add(time.Duration(seconds) * time.Second)
+	var wg sync.WaitGroup
+	finished := func() bool { _, err := os.Stat(filepath.Join(aux, "done")); return err == nil }
+	loop := func(until func() bool, args ...string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !until() {
+				mu.Lock()
+				p, err := r.tryStart(nil, args...)
+				if err != nil {
+					mu.Unlock()
+					t.Error(err)
+					return
+				}
+				running[p] = true
+				mu.Unlock()
+				code := p.code()
+				mu.Lock()
+				delete(running, p)
+				if args[1] == "run" {
+					codes[code]++
+					if code != 0 && code != 128+int(syscall.SIGKILL) && len(stderrs) < 5 {
+						stderrs = append(stderrs, p.errText())
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	over := func() bool { return time.Now().After(end) }
+	for range 3 {
+		loop(over, bin, "run", l, "--", "sh", "-c", section("h"))
+	}
+	// The host sweeps until the container's workers are done: a host run
+	// killed while it held the lock leaves a record the container cannot
+	// judge (another namespace's, which it cannot see end), and its
+	// waiters need the host to sweep it.
+	loop(finished, bin, "doctor", "--fix", "--quiet", dir)
+
+	// The killer: host lockctl processes through their handles; the
+	// container's, found by namespace and name, through a pidfd that is
+	// checked again before the signal.
+	kills := map[string]int{}
+	for time.Now().Before(end) {
+		time.Sleep(time.Duration(rand.N(200)) * time.Millisecond)
+		if rand.N(2) == 0 {
+			mu.Lock()
+			var victims []*lcProc
+			for p := range running {
+				victims = append(victims, p)
+			}
+			if len(victims) > 0 && victims[rand.N(len(victims))].p.Signal(syscall.SIGKILL) == nil {
+				kills["host"]++
+			}
+			mu.Unlock()
+			continue
+		}
+		if killInNamespace(ctrNS, "lockctl") {
+			kills["container"]++
+		}
+	}
+	if err := os.WriteFile(filepath.Join(aux, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 60*time.Second, "the container's workers to stop", finished)
+	wg.Wait()
+	ctr.kill()
+	// The orphaned commands of killed runs finish on their own.
+	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
+
+	enters, violations := checkSections(lcReadOr(logPath))
+	for _, c := range strings.Fields(lcReadOr(filepath.Join(aux, "codes"))) {
+		n, _ := strconv.Atoi(c)
+		codes[n]++
+	}
+	t.Logf("%d runs entered the critical section in %ds, lockctl processes SIGKILLed %v, exit statuses %v", enters, seconds, kills, codes)
+	for i, v := range violations {
+		if i == 10 {
+			break
+		}
+		t.Errorf("two live sections overlap: %s", v)
+	}
+	for c := range codes {
+		if c != 0 && c != 128+int(syscall.SIGKILL) {
+			t.Errorf("%d runs exited %d: %q", codes[c], c, stderrs)
+		}
+	}
+	log := lcReadOr(logPath)
+	if !strings.Contains(log, "enter h") || !strings.Contains(log, "enter c") || kills["host"] == 0 || kills["container"] == 0 {
+		t.Errorf("entries from the host: %v, from the container: %v; kills %v: the test tested nothing", strings.Contains(log, "enter h"), strings.Contains(log, "enter c"), kills)
+	}
+
+	// The container has ended: what its runs left reads gone, is swept,
+	// and the next run goes straight through.
+	r.lockctl(nil, "doctor", "--fix", dir)
+	res := r.lockctl(nil, "run", "--timeout", "5s", l, "--", "true")
+	if res.code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", res.code, res.stderr)
+	}
+	r.lockctl(nil, "doctor", "--fix", dir)
+	if left := testutil.Names(t, dir); len(left) > 0 {
+		t.Errorf("after the chaos, doctor --fix leaves %d entries (first %q): %+v", len(left), left[0], r.doctor(dir))
+	}
+}
+
+// killInNamespace SIGKILLs one process named comm in pid namespace ns,
+// chosen at random, and reports whether it did. It pins each candidate
+// with a pidfd and checks it again before signalling, so that a pid
+// reused meanwhile is never hit.
+func killInNamespace(ns, comm string) bool {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	rand.Shuffle(len(pids), func(i, j int) { pids[i], pids[j] = pids[j], pids[i] })
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		p := strconv.Itoa(pid)
+		link, _ := os.Readlink("/proc/" + p + "/ns/pid")
+		ok := link == ns && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == comm
+		if ok && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+			unix.Close(fd)
+			return true
+		}
+		unix.Close(fd)
+	}
+	return false
 }
