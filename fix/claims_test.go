@@ -4,10 +4,13 @@ package fix_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -52,4 +55,48 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 		wantOutcome(t, lock, o, fix.Skipped, "")
 		testutil.SameTree(t, dir, before)
 	})
+}
+
+// TestClaimsNameTheirNamespace: a claim lockctl makes ends with the pid
+// namespace of the breaker (.ns<inode>), and scan reads it so, so that a
+// reader in another namespace judges the breaker there rather than by its
+// number (issue 13). Without it, a container's doctor finished or put back
+// a host breaker's claim under way, the breaker's pid being absent there.
+func TestClaimsNameTheirNamespace(t *testing.T) {
+	host := testHost(t)
+	suffix := scan.NSSuffix(host.PidNS)
+	if suffix == "" {
+		t.Skipf("this pid namespace (%q) has no inode number", host.PidNS)
+	}
+	for _, tc := range []struct {
+		name string
+		make maker
+	}{{"pid", makePid}, {"registry-a", makeA}, {"registry-b", makeB}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tempDir(t)
+			lock, _, _ := tc.make(t, host, dir, testutil.Gone(t))
+			res := judge(t, dir, lock, verdict.Gone)
+			f := fix.New(host)
+			var seen []scan.Claim
+			f.Hook = func(s fix.Step, l *scan.Lock) {
+				if s != fix.BeforeVerify {
+					return
+				}
+				for _, c := range claims(t, lock) {
+					if !strings.HasSuffix(c, suffix) {
+						t.Errorf("claim %s does not end with its breaker's namespace %s", c, suffix)
+					}
+				}
+				cur, err := scan.ReadOne(l.Dir, l.Name)
+				if err != nil || cur == nil {
+					t.Fatalf("ReadOne(%s) = %v, %v", lock, cur, err)
+				}
+				seen = cur.Claims
+			}
+			wantOutcome(t, lock, f.Fix(res), fix.Removed, "was gone")
+			if len(seen) != 1 || seen[0].Kind != scan.ClaimBreak || seen[0].By != int64(os.Getpid()) || seen[0].NS != host.PidNS {
+				t.Errorf("mid-sweep, scan read the claims %+v, want one break by pid %d of %s", seen, os.Getpid(), host.PidNS)
+			}
+		})
+	}
 }

@@ -14,7 +14,7 @@ import (
 // namespace of its own is found by the pid it has there, so that a pid
 // file it wrote is never read as a host pid that is not running.
 func TestNamesakesFindsAContainersPid(t *testing.T) {
-	c := testutil.StartContainer(t, 31000, "exec sleep 600")
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	idx, err := KernelProbe{}.Namesakes()
 	if err != nil {
 		t.Fatalf("Namesakes() from the host: %v", err)
@@ -35,16 +35,23 @@ func TestNamesakesFindsAContainersPid(t *testing.T) {
 // TestNamespaceInUse: a namespace is in use while a process is in it, and
 // has ended once its init has been killed and reaped.
 func TestNamespaceInUse(t *testing.T) {
-	c := testutil.StartContainer(t, 31000, "exec sleep 600")
-	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || !used {
-		t.Fatalf("NamespaceInUse(%s) of a live container = %v, %v; want true", c.NS, used, err)
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
+	// The caching probe doctor uses must ask afresh too: a namespace born
+	// after a remembered look would read as ended.
+	caching := &CachingProbe{Next: KernelProbe{}}
+	for _, p := range []PidSpace{KernelProbe{}, caching} {
+		if used, err := p.NamespaceInUse(c.NS); err != nil || !used {
+			t.Fatalf("%T.NamespaceInUse(%s) of a live container = %v, %v; want true", p, c.NS, used, err)
+		}
 	}
 	if used, err := (KernelProbe{}).NamespaceInUse(initialPidNS); err != nil || !used {
 		t.Errorf("NamespaceInUse(the host's) = %v, %v; want true", used, err)
 	}
 	c.Stop()
-	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || used {
-		t.Errorf("NamespaceInUse(%s) of a container that ended = %v, %v; want false", c.NS, used, err)
+	for _, p := range []PidSpace{KernelProbe{}, caching} {
+		if used, err := p.NamespaceInUse(c.NS); err != nil || used {
+			t.Errorf("%T.NamespaceInUse(%s) of a container that ended = %v, %v; want false", p, c.NS, used, err)
+		}
 	}
 }
 
@@ -65,7 +72,7 @@ func TestPidSpaceFromPartialViews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A container whose process this reader may not look into.
-			testutil.StartContainer(t, 31000, "exec sleep 600")
+			testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 			out := probeSelfUnder(t, tc.args...)
 			var got struct {
 				NamesakesErr string `json:"namesakes_err"`
