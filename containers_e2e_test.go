@@ -98,22 +98,8 @@ func TestContainersMatrix(t *testing.T) {
 	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
 
-	// A 0755 directory outside the 0700 test temp dirs, so that nobody can
-	// run the binary and read the registries.
-	dir, err := os.MkdirTemp("", "lockctl-matrix-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "lockctl") // testscript.Main runs "lockctl" by name
-	copyFile(t, self, bin, 0o755)
+	// Nobody must run the binary and read the registries.
+	dir, bin := publicBin(t)
 
 	cmd := func(argv ...string) *exec.Cmd { return exec.Command(argv[0], argv[1:]...) }
 	readers := []matrixReader{
@@ -328,4 +314,141 @@ func runAs(t *testing.T, c *exec.Cmd) ([]byte, int) {
 		t.Fatalf("%v: %v\n%s", c.Args, err, stderr.String())
 	}
 	return append(stdout.Bytes(), stderr.Bytes()...), c.ProcessState.ExitCode()
+}
+
+// publicBin makes a 0755 directory outside the 0700 test temp dirs, so
+// that nobody can reach it, and puts the lockctl binary in it (this test
+// binary, which testscript.Main runs as lockctl by that name). It returns
+// both.
+func publicBin(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "lockctl-public-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "lockctl")
+	copyFile(t, self, bin, 0o755)
+	return dir, bin
+}
+
+// TestWaiterAcrossNamespaces: a waiter on one side of a pid namespace gets
+// the lock, exit 0, once the holder on the other side releases it, and a
+// doctor --fix on the holder's side meanwhile leaves the waiter's
+// unpublished lock alone (issue 13, case 3).
+func TestWaiterAcrossNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a pid namespace needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	_, bin := publicBin(t)
+	inNS := func(args ...string) []string {
+		return append([]string{"unshare", "--pid", "--fork", "--kill-child", "--mount-proc", bin}, args...)
+	}
+	onHost := func(args ...string) []string { return append([]string{bin}, args...) }
+	for _, tc := range []struct {
+		name           string
+		holder, waiter func(args ...string) []string
+	}{
+		{"host-holds-container-waits", onHost, inNS},
+		{"container-holds-host-waits", inNS, onHost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := filepath.Join(dir, "x.lock")
+			at := func(n string) string { return filepath.Join(dir, n) }
+			start := func(argv []string) *exec.Cmd {
+				c := exec.Command(argv[0], argv[1:]...)
+				c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "NO_COLOR=1"}
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if c.ProcessState == nil {
+						_ = c.Process.Kill()
+						_ = c.Wait()
+					}
+				})
+				return c
+			}
+			holder := start(tc.holder("run", l, "--", "sh", "-c", fmt.Sprintf(`touch %s; while [ ! -e %s ]; do sleep 0.01; done`, at("held"), at("release"))))
+			testutil.WaitFor(t, 10*time.Second, "the holder to hold", func() bool { _, err := os.Stat(at("held")); return err == nil })
+			waiter := start(tc.waiter("run", "--timeout", "60s", l, "--", "touch", at("got")))
+			var build string
+			testutil.WaitFor(t, 10*time.Second, "the waiter's unpublished lock", func() bool {
+				m, _ := filepath.Glob(l + ".new.*")
+				if len(m) == 1 {
+					build = m[0]
+				}
+				return build != ""
+			})
+			// A sweep from the holder's side, which the waiter's maker pid
+			// means nothing to.
+			if out, code := runAs(t, exec.Command(tc.holder("doctor", "--fix", dir)[0], tc.holder("doctor", "--fix", dir)[1:]...)); code != exitOK && code != exitAttention {
+				t.Fatalf("doctor --fix exited %d:\n%s", code, out)
+			}
+			if _, err := os.Lstat(build); err != nil {
+				t.Errorf("doctor --fix on the holder's side removed the waiter's unpublished lock %s: %v", build, err)
+			}
+			if err := os.WriteFile(at("release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Wait(); err != nil {
+				t.Errorf("the holder: %v", err)
+			}
+			if err := waiter.Wait(); err != nil {
+				t.Errorf("the waiter: %v, want exit 0 once the holder released", err)
+			}
+			if _, err := os.Stat(at("got")); err != nil {
+				t.Errorf("the waiter's command did not run: %v", err)
+			}
+			testutil.WantNames(t, dir, "got", "held", "release")
+		})
+	}
+}
+
+// TestRenamedHostJudgesThisBoot: a doctor, and an acquirer, whose host name
+// a UTS namespace has changed judge this boot's lockctl locks by the kernel,
+// not by the name (issue 13, case 6).
+func TestRenamedHostJudgesThisBoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unshare --uts needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	_, bin := publicBin(t)
+	host := verdict.LocalHost()
+	dir := t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	gone := testutil.Gone(t)
+	testutil.Mkdir(t, l)
+	testutil.WriteFile(t, filepath.Join(l, "holder"), testutil.RecLockctl(gone, 1, host.BootID, host.PidNS, host.Name))
+	renamed := func(args ...string) *exec.Cmd {
+		return exec.Command("unshare", append([]string{"--uts", "sh", "-c", `hostname renamed-by-unshare && exec "$0" "$@"`, bin}, args...)...)
+	}
+	out, _ := runAs(t, renamed("doctor", "--json", dir))
+	var doc struct {
+		Host  string
+		Locks []struct{ Path, Verdict, Reason string }
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Locks) != 1 {
+		t.Fatalf("doctor --json under another host name: %v\n%s", err, out)
+	}
+	if doc.Host != "renamed-by-unshare" || doc.Locks[0].Verdict != "gone" {
+		t.Errorf("doctor on host %q: %s (%s), want gone on host renamed-by-unshare", doc.Host, doc.Locks[0].Verdict, doc.Locks[0].Reason)
+	}
+	if out, code := runAs(t, renamed("run", "--timeout", "5s", l, "--", "true")); code != exitOK {
+		t.Errorf("lockctl run under another host name exited %d on a gone lock of this boot:\n%s", code, out)
+	}
+	testutil.WantNames(t, dir)
 }

@@ -601,22 +601,8 @@ func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
 		t.Skip("nobody is uid 0 here")
 	}
 
-	// A 0755 directory outside the 0700 test temp dirs, so nobody can run
-	// the binary and read the registry.
-	dir, err := os.MkdirTemp("", "lockctl-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "lockctl") // testscript.Main runs "lockctl" by name
-	copyFile(t, self, bin, 0o755)
+	// Nobody must run the binary and read the registry.
+	dir, bin := publicBin(t)
 	reg := filepath.Join(dir, "reg")
 	if err := os.Mkdir(reg, 0o755); err != nil {
 		t.Fatal(err)
