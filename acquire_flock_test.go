@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/lockctl/lockctl/internal/cli"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -35,8 +36,8 @@ func TestAcquireKeepsFlockedLock(t *testing.T) {
 		t.Fatalf("flock could not lock %s: %s", l, f.errText())
 	}
 	before := testutil.Snapshot(t, dir)
-	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", l); res.code != exitTimeout {
-		t.Errorf("acquire over a flocked lock whose holder is gone: exit %d, want %d\n%s", res.code, exitTimeout, res.stderr)
+	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", l); res.code != cli.ExitTimeout {
+		t.Errorf("acquire over a flocked lock whose holder is gone: exit %d, want %d\n%s", res.code, cli.ExitTimeout, res.stderr)
 	}
 	testutil.SameTree(t, dir, before)
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"os/exec"
 	"os/user"
@@ -202,7 +203,7 @@ func TestContainersMatrix(t *testing.T) {
 							defer mu.Unlock()
 							got[c] = strconv.Itoa(code)
 							switch {
-							case code != exitOK && code != 75 && r.write:
+							case code != cli.ExitOK && code != 75 && r.write:
 								t.Errorf("%s: lockctl run exited %d, want 0 or 75:\n%s", c, code, out)
 							case r.name == "child-pidns-host-proc" && !bytes.Contains(out, []byte("belongs to another pid namespace")):
 								t.Errorf("%s: lockctl run in a pid namespace with the host's /proc does not say why it cannot lock:\n%s", c, out)
@@ -393,7 +394,7 @@ func TestWaiterAcrossNamespaces(t *testing.T) {
 			})
 			// A sweep from the holder's side, which the waiter's maker pid
 			// means nothing to.
-			if out, code := runAs(t, exec.Command(tc.holder("doctor", "--fix", dir)[0], tc.holder("doctor", "--fix", dir)[1:]...)); code != exitOK && code != exitAttention {
+			if out, code := runAs(t, exec.Command(tc.holder("doctor", "--fix", dir)[0], tc.holder("doctor", "--fix", dir)[1:]...)); code != cli.ExitOK && code != cli.ExitAttention {
 				t.Fatalf("doctor --fix exited %d:\n%s", code, out)
 			}
 			if _, err := os.Lstat(build); err != nil {
@@ -447,7 +448,7 @@ func TestRenamedHostJudgesThisBoot(t *testing.T) {
 	if doc.Host != "renamed-by-unshare" || doc.Locks[0].Verdict != "gone" {
 		t.Errorf("doctor on host %q: %s (%s), want gone on host renamed-by-unshare", doc.Host, doc.Locks[0].Verdict, doc.Locks[0].Reason)
 	}
-	if out, code := runAs(t, renamed("run", "--timeout", "5s", l, "--", "true")); code != exitOK {
+	if out, code := runAs(t, renamed("run", "--timeout", "5s", l, "--", "true")); code != cli.ExitOK {
 		t.Errorf("lockctl run under another host name exited %d on a gone lock of this boot:\n%s", code, out)
 	}
 	testutil.WantNames(t, dir)

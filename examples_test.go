@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestExampleSystemdUnits(t *testing.T) {
 	if err := os.MkdirAll(man1, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, manPath, filepath.Join(man1, "lockctl.1"), 0o644)
+	copyFile(t, "docs/lockctl.1", filepath.Join(man1, "lockctl.1"), 0o644)
 
 	cmd := exec.Command(analyze, "verify", "lockctl-textfile.service", "lockctl-textfile.timer")
 	cmd.Dir = dir
@@ -121,7 +122,7 @@ func TestExampleSystemdUnits(t *testing.T) {
 	run.Env = append(os.Environ(), "LOCKCTL_PATH="+registry(t))
 	if out, err := run.CombinedOutput(); err != nil {
 		// 1 is in SuccessExitStatus: a gone lock needs attention.
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitAttention || len(out) > 0 {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitAttention || len(out) > 0 {
 			t.Fatalf("lockctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
@@ -221,8 +222,8 @@ func TestExampleGitHubActions(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LOCKCTL_PATH="+registry(t))
 	out, _ := cmd.CombinedOutput()
-	if got := cmd.ProcessState.ExitCode(); got != exitAttention {
-		t.Errorf("the step exited %d, want %d (a gone lock)\n%s", got, exitAttention, out)
+	if got := cmd.ProcessState.ExitCode(); got != cli.ExitAttention {
+		t.Errorf("the step exited %d, want %d (a gone lock)\n%s", got, cli.ExitAttention, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lockctl.json")); err != nil {
 		t.Errorf("the step left no report: %v", err)

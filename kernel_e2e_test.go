@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,8 +82,8 @@ func TestDoctorLegacySweep(t *testing.T) {
 
 	// --fix alone never sweeps an owner-less lock.
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"lockctl", "doctor", "--fix", "--json", reg}, &stdout, &stderr); code != exitAttention {
-		t.Fatalf("doctor --fix exited %d, want %d; stderr:\n%s", code, exitAttention, stderr.String())
+	if code := cli.Run([]string{"lockctl", "doctor", "--fix", "--json", reg}, &stdout, &stderr); code != cli.ExitAttention {
+		t.Fatalf("doctor --fix exited %d, want %d; stderr:\n%s", code, cli.ExitAttention, stderr.String())
 	}
 	for name := range removed {
 		if _, err := os.Lstat(at(name)); err != nil {
@@ -94,15 +95,15 @@ func TestDoctorLegacySweep(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		stdout.Reset()
 		stderr.Reset()
-		code := run([]string{"lockctl", "doctor", "--fix", "--legacy-older-than", "1h", "--json", reg}, &stdout, &stderr)
+		code := cli.Run([]string{"lockctl", "doctor", "--fix", "--legacy-older-than", "1h", "--json", reg}, &stdout, &stderr)
 		var doc struct {
 			Locks []e2eLock `json:"locks"`
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
 			t.Fatalf("doctor --json: %v\n%s", err, stdout.String())
 		}
-		if code != exitAttention {
-			t.Errorf("doctor --fix --legacy-older-than 1h exited %d, want %d (the young locks are still owner-less)", code, exitAttention)
+		if code != cli.ExitAttention {
+			t.Errorf("doctor --fix --legacy-older-than 1h exited %d, want %d (the young locks are still owner-less)", code, cli.ExitAttention)
 		}
 		got := map[string]e2eLock{}
 		partial := false

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/cli"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -200,6 +201,10 @@ func (r *lcReaper) close() {
 	signal.Stop(r.sig)
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 }
+
+// pauseEnv names the protocol point at which a lockctl process stops and
+// waits to be killed (internal/cli's test hook).
+const pauseEnv = "LOCKCTL_TEST_PAUSE"
 
 // lcEnv is this process's environment without LOCKCTL_TEST_PAUSE, plus env.
 func lcEnv(env []string) []string {
@@ -481,8 +486,8 @@ func TestRunExitStatus(t *testing.T) {
 	}
 	// Usage errors are not timeouts and not CMD's status.
 	for _, args := range [][]string{{"run", l}, {"run", l, "--"}, {"acquire"}, {"release"}, {"acquire", l, l}} {
-		if res := r.lockctl(nil, args...); res.code != exitError {
-			t.Errorf("lockctl %q: exit %d, want the usage status %d", args, res.code, exitError)
+		if res := r.lockctl(nil, args...); res.code != cli.ExitError {
+			t.Errorf("lockctl %q: exit %d, want the usage status %d", args, res.code, cli.ExitError)
 		}
 	}
 }
@@ -543,8 +548,8 @@ func TestRunKilledWhileCommandRuns(t *testing.T) {
 		t.Fatalf("with lockctl killed and CMD (pid %d) running, doctor says %+v, want live, held by CMD", cmdPid, got)
 	}
 	res := r.lockctl(nil, "run", "--timeout", "200ms", l, "--", "true")
-	if res.code != exitTimeout || !strings.Contains(res.stderr, fmt.Sprintf("held by pid %d", cmdPid)) {
-		t.Errorf("a run while the orphaned CMD holds the lock: exit %d, want %d naming pid %d\n%s", res.code, exitTimeout, cmdPid, res.stderr)
+	if res.code != cli.ExitTimeout || !strings.Contains(res.stderr, fmt.Sprintf("held by pid %d", cmdPid)) {
+		t.Errorf("a run while the orphaned CMD holds the lock: exit %d, want %d naming pid %d\n%s", res.code, cli.ExitTimeout, cmdPid, res.stderr)
 	}
 
 	// Let CMD finish: it must have run to its end, then the lock is gone.
@@ -580,8 +585,8 @@ func TestRunTimeoutNeverRunsCommand(t *testing.T) {
 	rec := lcRead(t, filepath.Join(l, "holder"))
 	marker := filepath.Join(aux, "marker")
 	res := r.lockctl(nil, "run", "--timeout", "300ms", l, "--", "touch", marker)
-	if res.code != exitTimeout {
-		t.Errorf("run on a held lock: exit %d, want %d\n%s", res.code, exitTimeout, res.stderr)
+	if res.code != cli.ExitTimeout {
+		t.Errorf("run on a held lock: exit %d, want %d\n%s", res.code, cli.ExitTimeout, res.stderr)
 	}
 	if lcExists(marker) {
 		t.Errorf("CMD ran although the lock was never acquired")
@@ -609,7 +614,7 @@ func TestAcquireTimeoutExplains(t *testing.T) {
 	held := filepath.Join(dir, "held.lock")
 	s, other := r.sleeper(), r.sleeper()
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), held)
-	res := r.mustLockctl(exitTimeout, "acquire", "--holder-pid", strconv.Itoa(other.pid), "--timeout", "200ms", held)
+	res := r.mustLockctl(cli.ExitTimeout, "acquire", "--holder-pid", strconv.Itoa(other.pid), "--timeout", "200ms", held)
 	for _, want := range []string{held, fmt.Sprintf("held by pid %d (sleep) on %s since ", s.pid, host), "hint: pid " + strconv.Itoa(s.pid) + " is running"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("acquire on a held lock does not say %q:\n%s", want, res.stderr)
@@ -621,7 +626,7 @@ func TestAcquireTimeoutExplains(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := testutil.Snapshot(t, dir)
-	res = r.mustLockctl(exitTimeout, "acquire", "--timeout", "200ms", empty)
+	res = r.mustLockctl(cli.ExitTimeout, "acquire", "--timeout", "200ms", empty)
 	for _, want := range []string{empty, "no owner record", "rmdir -- " + empty, "lockctl doctor"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("acquire on an empty lock directory does not say %q:\n%s", want, res.stderr)
@@ -643,7 +648,7 @@ func TestReleaseOnlyByHolder(t *testing.T) {
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
 	rec := lcRead(t, filepath.Join(l, "holder"))
 	for _, args := range [][]string{{"release", "--holder-pid", strconv.Itoa(stranger.pid), l}, {"release", l}} {
-		res := r.mustLockctl(exitAttention, args...)
+		res := r.mustLockctl(cli.ExitAttention, args...)
 		if !strings.Contains(res.stderr, "refusing to release") || !strings.Contains(res.stderr, "nothing was touched") {
 			t.Errorf("lockctl %q does not refuse clearly:\n%s", args, res.stderr)
 		}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		execWithoutRenameat2(os.Args[1:])
 	}
 	testscript.Main(m, map[string]func(){
-		"lockctl":     func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"lockctl":     func() { os.Exit(cli.Run(os.Args, os.Stdout, os.Stderr)) },
 		"expect-exit": expectExit,
 	})
 }
@@ -626,8 +627,8 @@ func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
 	}
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 
-	if code != exitOK {
-		t.Errorf("lockctl doctor as nobody exited %d, want %d (a live lock needs no attention)", code, exitOK)
+	if code != cli.ExitOK {
+		t.Errorf("lockctl doctor as nobody exited %d, want %d (a live lock needs no attention)", code, cli.ExitOK)
 	}
 	wantHead := regexp.MustCompile(`(?m)^LIVE +` + regexp.QuoteMeta(lock) + `$`)
 	if !wantHead.MatchString(stdout.String()) {

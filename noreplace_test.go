@@ -10,6 +10,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -187,8 +188,8 @@ func TestLockWithoutNoReplace(t *testing.T) {
 	r.waitGone(s.pid)
 	before := testutil.Snapshot(t, dir)
 	res := r.noReplace("acquire", "--timeout", "300ms", l)
-	if res.code != exitTimeout {
-		t.Errorf("acquire over a gone holder: exit %d, want %d (cannot break without a no-replace rename)\n%s", res.code, exitTimeout, res.stderr)
+	if res.code != cli.ExitTimeout {
+		t.Errorf("acquire over a gone holder: exit %d, want %d (cannot break without a no-replace rename)\n%s", res.code, cli.ExitTimeout, res.stderr)
 	}
 	// Nor may acquire touch the gone holder's lock it cannot break.
 	testutil.Untouched(t, dir, before)
@@ -201,7 +202,7 @@ func TestPublishFailsCleanly(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	res := r.seccomped("link", "acquire", "--timeout", "5s", filepath.Join(dir, "x.lock"))
-	if res.code == 0 || res.code == exitTimeout {
+	if res.code == 0 || res.code == cli.ExitTimeout {
 		t.Errorf("acquire with no way to publish: exit %d, want an error\n%s", res.code, res.stderr)
 	}
 	testutil.WantNames(t, dir)

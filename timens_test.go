@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,8 +52,8 @@ func TestTimeNamespace(t *testing.T) {
 		t.Errorf("a live holder recorded in a time namespace reads %s outside it (%s), want live", got.Verdict, got.Reason)
 	}
 	before := testutil.Snapshot(t, dir)
-	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", in); res.code != exitTimeout {
-		t.Errorf("acquire over it: exit %d, want %d (held)\n%s", res.code, exitTimeout, res.stderr)
+	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", in); res.code != cli.ExitTimeout {
+		t.Errorf("acquire over it: exit %d, want %d (held)\n%s", res.code, cli.ExitTimeout, res.stderr)
 	}
 	testutil.SameTree(t, dir, before)
 

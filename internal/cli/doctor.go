@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -235,7 +235,7 @@ func doctorAction(c *cli.Context) error {
 			err = stream(c.App.Writer)
 		}
 		if err != nil {
-			return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+			return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
 		}
 		attention, counts = lw.NeedsAttention(), lw.Counts()
 	} else {
@@ -248,7 +248,7 @@ func doctorAction(c *cli.Context) error {
 		}
 		rep.Sort()
 		if err := form.write(c.App.Writer, rep); err != nil {
-			return &exitCode{code: exitError, err: fmt.Errorf("cannot write the report: %w", err)}
+			return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
 		}
 		attention, counts = rep.NeedsAttention(), rep.Counts()
 	}
@@ -257,9 +257,9 @@ func doctorAction(c *cli.Context) error {
 	}
 	switch {
 	case badRoot:
-		return &exitCode{code: exitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
+		return &exitCode{code: ExitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
 	case attention:
-		return &exitCode{code: exitAttention}
+		return &exitCode{code: ExitAttention}
 	}
 	return nil
 }

@@ -1,28 +1,31 @@
 //go:build linux
 
-package main
+package cli
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-const manPath = "docs/lockctl.1"
+const manPath = "../../docs/lockctl.1"
+
+var update = flag.Bool("u", false, "rewrite docs/lockctl.1 from what 'lockctl man' prints")
 
 func runLockctl(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if code := run(append([]string{"lockctl"}, args...), &out, &errb); code != exitOK {
+	if code := Run(append([]string{"lockctl"}, args...), &out, &errb); code != ExitOK {
 		t.Fatalf("lockctl %s exited %d\nstderr:\n%s", strings.Join(args, " "), code, errb.String())
 	}
 	return out.String(), errb.String()
 }
 
 // TestManPage: docs/lockctl.1 is what 'lockctl man' prints now. Regenerate
-// it with 'go test -run TestManPage -u'.
+// it with 'go test ./internal/cli -run TestManPage -u'.
 func TestManPage(t *testing.T) {
 	got, stderr := runLockctl(t, "man")
 	if stderr != "" {
@@ -38,7 +41,7 @@ func TestManPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != string(want) {
-		t.Errorf("%s is stale: run 'go test -run TestManPage -u' and commit the result", manPath)
+		t.Errorf("%s is stale: run 'go test ./internal/cli -run TestManPage -u' and commit the result", manPath)
 	}
 }
 

@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,15 +14,6 @@ var (
 	progressAfter = time.Second
 	progressEvery = 250 * time.Millisecond
 )
-
-// isTerminal reports whether w is a terminal.
-var isTerminal = func(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	return isTerminalFd(f.Fd())
-}
 
 // startProgress shows, on stderr when it is a terminal and want is true, how
 // far a scan that runs longer than progressAfter has got: entries walked,

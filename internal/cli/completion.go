@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func completionCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 				return usageErr("completion: %q is not a shell lockctl knows (want %s)", sh, strings.Join(shells, ", "))
 			}
 			if err != nil {
-				return &exitCode{code: exitError, err: fmt.Errorf("cannot write the script: %w", err)}
+				return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the script: %w", err)}
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,11 +18,6 @@ import (
 	"github.com/lockctl/lockctl/scan"
 	"github.com/urfave/cli/v2"
 )
-
-// exitTimeout is the exit status of an acquire or run whose wait ran out
-// (EX_TEMPFAIL: try again later). It is distinct from usage errors (2); for
-// run it can collide only with a command that itself exits 75.
-const exitTimeout = 75
 
 // pauseEnv names a protocol point (lock.Point or "fix-" + fix.Step) at which
 // the process stops and waits to be killed. Tests only: it is how the crash
@@ -155,21 +150,21 @@ func acquireError(path string, err error) error {
 	q := report.ShellQuote(path)
 	switch {
 	case errors.As(err, &held):
-		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("pid %d is running: wait for it, or deal with that process (not the lock); 'lockctl doctor %s' shows the details", held.Holder.Pid, q)}
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("pid %d is running: wait for it, or deal with that process (not the lock); 'lockctl doctor %s' shows the details", held.Holder.Pid, q)}
 	case errors.As(err, &ownerless):
 		how := "remove it by hand"
 		if cmds := report.Commands(ownerless.Remove); len(cmds) > 0 {
 			how = "remove it with: " + strings.Join(cmds, " && ")
 		}
-		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("lockctl never breaks a lock without an owner record, because one taken a moment ago looks the same. If nothing is using it, %s. 'lockctl doctor' lists all such locks", how)}
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("lockctl never breaks a lock without an owner record, because one taken a moment ago looks the same. If nothing is using it, %s. 'lockctl doctor' lists all such locks", how)}
 	case errors.As(err, &foreign):
-		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("judge it where it was written: 'lockctl doctor %s' there", q)}
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("judge it where it was written: 'lockctl doctor %s' there", q)}
 	case errors.As(err, &unknown):
-		return &exitCode{code: exitTimeout, err: err, hint: fmt.Sprintf("'lockctl doctor %s' shows what could not be judged", q)}
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("'lockctl doctor %s' shows what could not be judged", q)}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &exitCode{code: exitTimeout, err: err}
+		return &exitCode{code: ExitTimeout, err: err}
 	}
-	return &exitCode{code: exitAttention, err: err}
+	return &exitCode{code: ExitAttention, err: err}
 }
 
 func acquireAction(c *cli.Context) error {
@@ -205,7 +200,7 @@ func releaseAction(c *cli.Context) error {
 		hooks = append(hooks, h)
 	}
 	if err := lock.ReleaseFor(path, pid, hooks...); err != nil {
-		return &exitCode{code: exitAttention, err: err}
+		return &exitCode{code: ExitAttention, err: err}
 	}
 	return nil
 }
@@ -235,7 +230,7 @@ func runAction(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	self, err := os.Executable()
 	if err != nil {
-		return &exitCode{code: exitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
+		return &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
 	}
 	// Start CMD's process first, held at a gate: it cannot run CMD until
 	// the lock is ours, and the lock can record it (pid and start time)
@@ -243,7 +238,7 @@ func runAction(c *cli.Context) error {
 	// recorded identity is CMD's.
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
-		return &exitCode{code: exitAttention, err: err}
+		return &exitCode{code: ExitAttention, err: err}
 	}
 	child := exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
 	child.Args[0] = "lockctl"
@@ -252,7 +247,7 @@ func runAction(c *cli.Context) error {
 	if err := child.Start(); err != nil {
 		gateR.Close()
 		gateW.Close()
-		return &exitCode{code: exitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
+		return &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
 	}
 	gateR.Close()
 
@@ -289,7 +284,7 @@ func runAction(c *cli.Context) error {
 	_, werr := gateW.Write([]byte{'g'})
 	gateW.Close()
 	waitErr := child.Wait()
-	code := exitOK
+	code := ExitOK
 	var ee *exec.ExitError
 	switch {
 	case errors.As(waitErr, &ee):
@@ -299,20 +294,20 @@ func runAction(c *cli.Context) error {
 			code = ee.ExitCode()
 		}
 	case waitErr != nil:
-		code = exitAttention
+		code = ExitAttention
 	}
-	if werr != nil && code == exitOK {
-		code = exitAttention
+	if werr != nil && code == ExitOK {
+		code = ExitAttention
 	}
 	if err := l.Release(); err != nil {
 		// Someone broke the lock while CMD ran: the critical section was
 		// not exclusive. Say so, and do not report success.
 		fmt.Fprintf(stderr, "lockctl: %s\n", err)
-		if code == exitOK {
-			code = exitAttention
+		if code == ExitOK {
+			code = ExitAttention
 		}
 	}
-	if code != exitOK {
+	if code != ExitOK {
 		return &exitCode{code: code}
 	}
 	return nil
@@ -325,7 +320,7 @@ func gateAction(c *cli.Context) error {
 	gate := os.NewFile(3, "gate")
 	var b [1]byte
 	if n, _ := gate.Read(b[:]); n != 1 || b[0] != 'g' {
-		return &exitCode{code: exitTimeout}
+		return &exitCode{code: ExitTimeout}
 	}
 	gate.Close()
 	args := c.Args().Slice()
@@ -334,8 +329,8 @@ func gateAction(c *cli.Context) error {
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		return &exitCode{code: 127, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
+		return &exitCode{code: ExitNotFound, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
 	}
 	err = syscall.Exec(path, args, os.Environ())
-	return &exitCode{code: 126, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
+	return &exitCode{code: ExitCannotRun, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
 }
