@@ -102,10 +102,14 @@ func jailSleeper(t *testing.T, r *lcReaper, jail string) (int, string) {
 	if err := os.WriteFile(src, []byte("package main\n\nimport \"time\"\n\nfunc main() { time.Sleep(time.Hour) }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(jail, "sleeper"), src)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	// Through the reaper, which would otherwise steal go build's exit
+	// status from os/exec ("waitid: no child processes").
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the jail's sleeper with")
+	}
+	if b := r.start([]string{"CGO_ENABLED=0"}, goTool, "build", "-o", filepath.Join(jail, "sleeper"), src); b.wait(2*time.Minute) != 0 {
+		t.Fatalf("go build: %s", b.errText())
 	}
 	u := r.start(nil, unshare, "--pid", "--fork", "--root="+jail, "/sleeper")
 	t.Cleanup(u.kill)
