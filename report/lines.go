@@ -16,26 +16,16 @@ import (
 // counts, so memory does not grow with the number of locks. It is not safe
 // for concurrent use.
 type LineWriter struct {
-	w         io.Writer
-	now       time.Time
-	fail      map[verdict.Verdict]bool
-	counts    map[verdict.Verdict]int
-	actions   map[fix.Action]int
-	attention bool
-	err       error
+	w     io.Writer
+	now   time.Time
+	tally *Tally
+	err   error
 }
 
 // NewLineWriter returns a LineWriter writing to w. fail is the fail set, for
 // NeedsAttention; fixing says whether actions are reported.
 func NewLineWriter(w io.Writer, now time.Time, fail map[verdict.Verdict]bool, fixing bool) *LineWriter {
-	lw := &LineWriter{w: w, now: now, fail: fail, counts: map[verdict.Verdict]int{}}
-	for _, v := range verdict.All {
-		lw.counts[v] = 0
-	}
-	if fixing {
-		lw.actions = map[fix.Action]int{fix.Removed: 0, fix.Restored: 0, fix.Kept: 0, fix.Skipped: 0}
-	}
-	return lw
+	return &LineWriter{w: w, now: now, tally: NewTally(fail, fixing)}
 }
 
 type lineLock struct {
@@ -45,16 +35,10 @@ type lineLock struct {
 
 // Lock writes one judged lock, with what --fix did to it when o is not nil.
 func (lw *LineWriter) Lock(res verdict.Result, o *fix.Outcome) {
-	lw.counts[res.Verdict]++
+	lw.tally.Add(res, o)
 	j := lockJSON(lw.now, res)
-	resolved := false
 	if o != nil {
 		j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
-		lw.actions[o.Action]++
-		resolved = o.Action == fix.Removed || o.Action == fix.Restored || o.Gone
-	}
-	if lw.fail[res.Verdict] && !resolved {
-		lw.attention = true
 	}
 	lw.write(lineLock{Type: "lock", jsonLock: j})
 }
@@ -81,13 +65,9 @@ func (lw *LineWriter) Summary(host verdict.Host, errors []string) error {
 		Counts  map[verdict.Verdict]int `json:"counts"`
 		Actions map[fix.Action]int      `json:"actions,omitempty"`
 		Errors  []string                `json:"errors"`
-	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.counts, lw.actions, append([]string{}, errors...)})
+	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions, append([]string{}, errors...)})
 	return lw.err
 }
 
-// Counts returns how many locks got each verdict so far.
-func (lw *LineWriter) Counts() map[verdict.Verdict]int { return lw.counts }
-
-// NeedsAttention reports whether a lock written so far needs attention, as
-// Report.NeedsAttention does.
-func (lw *LineWriter) NeedsAttention() bool { return lw.attention }
+// Tally counts the locks written so far, and what --fix did to them.
+func (lw *LineWriter) Tally() *Tally { return lw.tally }

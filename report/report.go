@@ -1,6 +1,10 @@
-// Package report renders judged locks: text for people (styled on a
-// terminal, plain and stable on a pipe) and versioned JSON for programs.
-// It only formats; it decides nothing and touches no lock.
+// Package report runs doctor and renders what it finds. Doctor walks the
+// registries (scan), judges each lock (verdict), acts on it when asked
+// (fix) and hands it to a Sink: a Report, which sorts and renders text for
+// people (styled on a terminal, plain and stable on a pipe), versioned JSON
+// or Prometheus metrics at the end, or a LineWriter, which streams JSON
+// lines. The rules are verdict's and the removals fix's; report decides
+// only the order of a report and, in Tally, what still needs attention.
 package report
 
 import (
@@ -36,41 +40,34 @@ type Report struct {
 	Outcomes map[*scan.Lock]fix.Outcome
 }
 
+// Tally counts the report's locks, and what --fix did to them.
+func (r *Report) Tally() *Tally {
+	t := NewTally(r.Fail, r.Outcomes != nil)
+	for _, res := range r.Results {
+		if o, ok := r.Outcomes[res.Lock]; ok {
+			t.Add(res, &o)
+		} else {
+			t.Add(res, nil)
+		}
+	}
+	return t
+}
+
 // Actions counts the outcomes of a --fix run, every action present.
 func (r *Report) Actions() map[fix.Action]int {
-	c := map[fix.Action]int{fix.Removed: 0, fix.Restored: 0, fix.Kept: 0, fix.Skipped: 0}
-	for _, o := range r.Outcomes {
-		c[o.Action]++
+	if a := r.Tally().Actions; a != nil {
+		return a
 	}
-	return c
+	return NewTally(nil, true).Actions
 }
 
 // Counts returns how many locks got each verdict, every verdict present.
-func (r *Report) Counts() map[verdict.Verdict]int {
-	c := make(map[verdict.Verdict]int, len(verdict.All))
-	for _, v := range verdict.All {
-		c[v] = 0
-	}
-	for _, res := range r.Results {
-		c[res.Verdict]++
-	}
-	return c
-}
+func (r *Report) Counts() map[verdict.Verdict]int { return r.Tally().Counts }
 
 // NeedsAttention reports whether any lock has a verdict in the fail set.
 // A lock that --fix removed or restored, or found already removed, no
-// longer does.
-func (r *Report) NeedsAttention() bool {
-	for _, res := range r.Results {
-		if o, ok := r.Outcomes[res.Lock]; ok && (o.Action == fix.Removed || o.Action == fix.Restored || o.Gone) {
-			continue
-		}
-		if r.Fail[res.Verdict] {
-			return true
-		}
-	}
-	return false
-}
+// longer does (Tally.Add).
+func (r *Report) NeedsAttention() bool { return r.Tally().Attention }
 
 // Sort puts locks that need attention first, then by verdict urgency, then
 // by path, so output is stable from run to run.

@@ -110,158 +110,119 @@ func defaultPaths() (paths []string, named bool) {
 }
 
 func doctorAction(c *cli.Context) error {
-	fail, err := parseFailOn(c.String("fail-on"))
+	d, err := newDoctorRun(c)
 	if err != nil {
 		return err
 	}
-	form, err := parseReportForm(c)
-	if err != nil {
-		return err
-	}
-	m, err := scan.NewMatcher(c.StringSlice("name"))
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	paths, named := c.Args().Slice(), true
-	if len(paths) == 0 {
-		paths, named = defaultPaths()
-	}
-	stderr := c.App.ErrWriter
-	rep := &report.Report{Host: verdict.LocalHost(), Now: time.Now(), Fail: fail}
-	legacy := c.Duration("legacy-older-than")
-	if legacy != 0 && !c.Bool("fix") {
-		return usageErr("--legacy-older-than only makes sense with --fix")
-	}
-	if legacy < 0 || c.IsSet("legacy-older-than") && legacy == 0 {
-		return usageErr("--legacy-older-than must be positive (a duration such as 1h)")
-	}
-	judge := verdict.Judge{Host: rep.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}, Evidence: &verdict.KernelEvidence{}}
-	note := func(err error, suffix string) {
-		msg := report.Clean(err.Error())
-		rep.Errors = append(rep.Errors, msg)
-		fmt.Fprintf(stderr, "lockctl: %s%s\n", msg, suffix)
-	}
-	warn := func(err error) { note(err, " (skipped)") }
-
-	var roots []scan.Root
-	badRoot := false
-	for _, p := range paths {
-		r, err := scan.ResolveRoot(p, m)
-		if err != nil {
-			if named {
-				badRoot = true
-				note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(p), unwrapPath(err)), "")
-			}
-			continue
-		}
-		dup := false
-		for _, o := range roots {
-			dup = dup || o.Same(r)
-		}
-		if !dup {
-			roots = append(roots, r)
-		}
-	}
-	var fixer *fix.Fixer
-	if c.Bool("fix") {
-		fixer = fix.New(rep.Host)
-		fixer.Hook = fixHook(stderr)
-		fixer.LegacyOlderThan = legacy
-		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
-	}
-	act := func(res verdict.Result) fix.Outcome {
-		o := fixer.Fix(res)
-		if n := fixer.Debris(res); n > 0 {
-			o.Reason += fmt.Sprintf("; removed %d abandoned %s beside it", n, plural(n, "build", "builds"))
-		}
-		if o.Conflict != "" {
-			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
-		}
-		return o
-	}
-	quiet := c.Bool("quiet")
-	var found, judged atomic.Int64
-	// handle receives each lock once, judged, in walk order.
-	var handle func(verdict.Result)
-	seen := map[string]bool{}
-	w := scan.Walker{
-		Match: m,
-		Warn:  warn,
-		// Reading directories waits on the disk as much as on the CPU: a
-		// few more walkers than cores keep both busy.
-		Workers: 2 * runtime.GOMAXPROCS(0),
-		Found: func(l *scan.Lock) {
-			found.Add(1)
-			if !seen[l.Path] {
-				seen[l.Path] = true
-				handle(judge.Judge(l))
-				judged.Add(1)
-			}
-		},
-	}
-	walk := func() {
-		stop := startProgress(stderr, !quiet && form.format != formatJSON && form.format != formatJSONLines, &w.Entries, &found, &judged)
-		defer stop()
-		for _, r := range roots {
-			if err := w.Walk(r); err != nil {
-				badRoot = badRoot || named
-				note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)), "")
-			}
-		}
-	}
-
-	var attention bool
-	var counts map[verdict.Verdict]int
-	if form.format == formatJSONLines {
-		// Stream: each lock is written (and, with --fix, acted on) as soon
-		// as it is judged; nothing is held but counts.
-		var lw *report.LineWriter
-		stream := func(out io.Writer) error {
-			lw = report.NewLineWriter(out, rep.Now, fail, fixer != nil)
-			handle = func(res verdict.Result) {
-				if fixer == nil {
-					lw.Lock(res, nil)
-					return
-				}
-				o := act(res)
-				lw.Lock(res, &o)
-			}
-			walk()
-			return lw.Summary(rep.Host, rep.Errors)
-		}
-		if form.output != "" {
-			err = writeFileAtomic(form.output, stream)
-		} else {
-			err = stream(c.App.Writer)
-		}
-		if err != nil {
-			return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
-		}
-		attention, counts = lw.NeedsAttention(), lw.Counts()
+	var tally *report.Tally
+	var res report.Result
+	if d.form.format == formatJSONLines {
+		tally, res, err = d.stream(c.App.Writer)
 	} else {
-		handle = func(res verdict.Result) { rep.Results = append(rep.Results, res) }
-		walk()
-		if fixer != nil {
-			for _, res := range rep.Results {
-				rep.Outcomes[res.Lock] = act(res)
-			}
-		}
-		rep.Sort()
-		if err := form.write(c.App.Writer, rep); err != nil {
-			return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
-		}
-		attention, counts = rep.NeedsAttention(), rep.Counts()
+		tally, res, err = d.batch(c.App.Writer)
 	}
-	if n := counts[verdict.Gone]; n > 0 && form.format == formatText && fixer == nil && !quiet {
-		fmt.Fprintf(stderr, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
+	if err != nil {
+		return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
+	}
+	if n := tally.Counts[verdict.Gone]; n > 0 && d.form.format == formatText && d.opts.Fixer == nil && !d.quiet {
+		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
 	}
 	switch {
-	case badRoot:
+	case res.BadRoot:
 		return &exitCode{code: ExitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
-	case attention:
+	case tally.Attention:
 		return &exitCode{code: ExitAttention}
 	}
 	return nil
+}
+
+// doctorRun is one lockctl doctor, its flags read.
+type doctorRun struct {
+	opts  report.Options
+	form  reportForm
+	fail  map[verdict.Verdict]bool
+	now   time.Time
+	quiet bool
+}
+
+// newDoctorRun turns doctor's flags into the options of report.Doctor.
+func newDoctorRun(c *cli.Context) (*doctorRun, error) {
+	d := &doctorRun{now: time.Now(), quiet: c.Bool("quiet")}
+	var err error
+	if d.fail, err = parseFailOn(c.String("fail-on")); err != nil {
+		return nil, err
+	}
+	if d.form, err = parseReportForm(c); err != nil {
+		return nil, err
+	}
+	if d.opts.Match, err = scan.NewMatcher(c.StringSlice("name")); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	legacy := c.Duration("legacy-older-than")
+	if legacy != 0 && !c.Bool("fix") {
+		return nil, usageErr("--legacy-older-than only makes sense with --fix")
+	}
+	if legacy < 0 || c.IsSet("legacy-older-than") && legacy == 0 {
+		return nil, usageErr("--legacy-older-than must be positive (a duration such as 1h)")
+	}
+	d.opts.Paths, d.opts.Named = c.Args().Slice(), true
+	if len(d.opts.Paths) == 0 {
+		d.opts.Paths, d.opts.Named = defaultPaths()
+	}
+	d.opts.Host = verdict.LocalHost()
+	// Reading directories waits on the disk as much as on the CPU: a few
+	// more walkers than cores keep both busy.
+	d.opts.Workers = 2 * runtime.GOMAXPROCS(0)
+	stderr := c.App.ErrWriter
+	d.opts.Warn = func(err error, skipped bool) {
+		suffix := ""
+		if skipped {
+			suffix = " (skipped)"
+		}
+		fmt.Fprintf(stderr, "lockctl: %s%s\n", report.Clean(err.Error()), suffix)
+	}
+	if c.Bool("fix") {
+		d.opts.Fixer = fix.New(d.opts.Host)
+		d.opts.Fixer.Hook = fixHook(stderr)
+		d.opts.Fixer.LegacyOlderThan = legacy
+		d.opts.Conflict = func(res verdict.Result, o fix.Outcome) {
+			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
+		}
+	}
+	if !d.quiet && d.form.format != formatJSON && d.form.format != formatJSONLines {
+		d.opts.Progress = func(entries, found, judged *atomic.Int64) func() {
+			return startProgress(stderr, true, entries, found, judged)
+		}
+	}
+	return d, nil
+}
+
+// stream runs doctor writing each lock as it is judged (--json-lines):
+// nothing is held but counts.
+func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Result, err error) {
+	write := func(out io.Writer) error {
+		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
+		res, tally = report.Doctor(d.opts, lw), lw.Tally()
+		return lw.Summary(d.opts.Host, res.Errors)
+	}
+	if d.form.output != "" {
+		err = writeFileAtomic(d.form.output, write)
+	} else {
+		err = write(stdout)
+	}
+	return tally, res, err
+}
+
+// batch runs doctor, then sorts and writes the whole report.
+func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, report.Result, error) {
+	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail}
+	if d.opts.Fixer != nil {
+		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
+	}
+	res := report.Doctor(d.opts, rep)
+	rep.Errors = res.Errors
+	rep.Sort()
+	return rep.Tally(), res, d.form.write(stdout, rep)
 }
 
 func plural(n int, one, many string) string {
