@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ func TestBeforeBootLiveNamespace(t *testing.T) {
 	if err != nil {
 		t.Skip("no unshare (util-linux)")
 	}
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	if host.MachineID == "" || host.BootID == "" {
 		t.Skipf("no generation B scope on this host: %v", host.ScopeErr)
 	}
@@ -142,7 +143,7 @@ func beforeBootLock(t *testing.T, dir, scope string) {
 	if err := os.Mkdir(lock, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(rec, testutil.RecB(tok, 1, verdict.LocalHost().Name, scope), 0o644); err != nil {
+	if err := os.WriteFile(rec, testutil.RecB(tok, 1, kernel.LocalHost().Name, scope), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	yearAgo := time.Now().AddDate(-1, 0, 0)
@@ -161,7 +162,7 @@ func beforeBootLock(t *testing.T, dir, scope string) {
 // at once.
 func TestBeforeBootJails(t *testing.T) {
 	r := lcNewReaper(t)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	if host.BootID == "" {
 		t.Skip("no boot id")
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"os/user"
@@ -132,7 +133,7 @@ func TestContainersMatrix(t *testing.T) {
 			}},
 	}
 
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	if host.Name == "" || host.BootID == "" || host.MachineID == "" {
 		t.Skip("this host's name, boot id or machine id cannot be read")
 	}
@@ -428,7 +429,7 @@ func TestRenamedHostJudgesThisBoot(t *testing.T) {
 		t.Skip("no unshare (util-linux)")
 	}
 	_, bin := publicBin(t)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	dir := t.TempDir()
 	l := filepath.Join(dir, "x.lock")
 	gone := testutil.Gone(t)

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
 	"os"
 	"os/exec"
@@ -37,7 +38,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
-	"github.com/lockctl/lockctl/verdict"
 )
 
 const (
@@ -195,7 +195,7 @@ func feOtherScope(mine string) string {
 // other lock is byte-for-byte and inode-for-inode unchanged.
 func TestFixMixedRegistry(t *testing.T) {
 	bin := lcBinary(t)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	if host.Name == "" {
 		t.Skip("the host name cannot be read")
 	}

@@ -11,6 +11,7 @@ package main
 import (
 	"fmt"
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,7 +25,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/testutil"
-	"github.com/lockctl/lockctl/verdict"
 )
 
 // noRenameat2Env, set in the environment of the test binary, makes
@@ -122,7 +122,7 @@ func (r *lcReaper) gonePid() int {
 // and keeps every one, saying why; not a byte changes.
 func TestFixWithoutNoReplace(t *testing.T) {
 	r := lcNewReaper(t)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	dir := t.TempDir()
 	gone := r.gonePid()
 	// Generation A, generation B, a pid file, and lockctl's own lock.

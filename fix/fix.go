@@ -29,6 +29,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -99,7 +100,7 @@ type Fixer struct {
 // evidence afresh for its second judgements.
 func New(host verdict.Host) *Fixer {
 	return &Fixer{
-		Judge: &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: &verdict.KernelEvidence{Fresh: true}},
+		Judge: &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: &kernel.KernelEvidence{Fresh: true}},
 		Pid:   os.Getpid(),
 	}
 }

@@ -4,6 +4,7 @@ package fix_test
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,7 +30,7 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-var localHost = sync.OnceValue(verdict.LocalHost)
+var localHost = sync.OnceValue(kernel.LocalHost)
 
 // testHost is this machine, boot and pid namespace. Tests that need a
 // generation B scope or a host name skip where they cannot be had.
@@ -98,7 +99,7 @@ func judgeAll(t *testing.T, root string) map[string]verdict.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := verdict.Judge{Host: localHost(), Probe: verdict.KernelProbe{}}
+	j := verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
 	out := map[string]verdict.Result{}
 	w := scan.Walker{
 		Match: m,
@@ -251,7 +252,7 @@ func wantOutcome(t *testing.T, path string, got fix.Outcome, want fix.Action, re
 // the legacy sweep's own protocol needs a complete look, which no process
 // can have on a machine that hides some process's files even from root.
 // It answers every other question as the evidence underneath.
-type seenButHidden struct{ *verdict.KernelEvidence }
+type seenButHidden struct{ *kernel.KernelEvidence }
 
 func (e seenButHidden) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool) {
 	hs, complete := e.KernelEvidence.Holders(dev, ino)

@@ -4,6 +4,7 @@ package fix_test
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,7 +109,7 @@ func judgeEvOnce(t *testing.T, root, path string) verdict.Result {
 	t.Helper()
 	m := must(scan.NewMatcher(nil))
 	r := must(scan.ResolveRoot(root, m))
-	j := verdict.Judge{Host: localHost(), Probe: verdict.KernelProbe{}, Evidence: seenButHidden{&verdict.KernelEvidence{}}}
+	j := verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}, Evidence: seenButHidden{&kernel.KernelEvidence{}}}
 	var res *verdict.Result
 	w := scan.Walker{
 		Match: m,
@@ -155,7 +156,7 @@ func legacyFixer(t *testing.T) *fix.Fixer {
 		t.Skip("needs root: the legacy sweep acts only when every process's open files can be seen")
 	}
 	f := fix.New(localHost())
-	f.Judge.Evidence = seenButHidden{&verdict.KernelEvidence{Fresh: true}}
+	f.Judge.Evidence = seenButHidden{&kernel.KernelEvidence{Fresh: true}}
 	f.LegacyOlderThan = time.Hour
 	return f
 }

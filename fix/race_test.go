@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
 	"os"
 	"os/exec"
@@ -219,9 +220,9 @@ func TestHelperSweeper(t *testing.T) {
 		t.Skip("a helper process of TestRacingFixers")
 	}
 	reg := os.Getenv(envRegistry)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	m := must(scan.NewMatcher(nil))
-	judge := verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
+	judge := verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}}
 	var results []verdict.Result
 	walk := func() {
 		r := must(scan.ResolveRoot(reg, m))

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
 	"io/fs"
 	"os"
@@ -95,7 +96,7 @@ func judgeDir(t *testing.T, dir string) []verdict.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := verdict.Judge{Host: localHost(), Probe: verdict.KernelProbe{}}
+	j := verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
 	var out []verdict.Result
 	w := scan.Walker{Match: m, Found: func(l *scan.Lock) { out = append(out, j.Judge(l)) }, Warn: func(err error) { t.Errorf("walking %s: %v", dir, err) }}
 	if err := w.Walk(root); err != nil {

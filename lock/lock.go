@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -75,11 +76,11 @@ type Lock struct {
 
 // localHost is read once per process: boot id, pid namespace and host do
 // not change under a running process.
-var localHost = sync.OnceValue(verdict.LocalHost)
+var localHost = sync.OnceValue(kernel.LocalHost)
 
 // startOf returns the start time of a running pid, the fence of the record.
 func startOf(pid int) (uint64, error) {
-	p := verdict.KernelProbe{}.Probe(pid)
+	p := kernel.KernelProbe{}.Probe(pid)
 	if p.State != verdict.StateRunning || !p.HasStart {
 		if p.Err != nil {
 			return 0, fmt.Errorf("pid %d is not a running process whose start time can be read (%v)", pid, p.Err)
@@ -188,7 +189,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	// The kernel's lock table is asked only when a holder reads gone: a
 	// running process with a flock on the lock still holds it. Nothing else
 	// of the kernel's evidence: acquire never breaks an owner-less lock.
-	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &verdict.KernelEvidence{Fresh: true}}}
+	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &kernel.KernelEvidence{Fresh: true}}}
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
 	wait := time.Millisecond
 	var last verdict.Result
@@ -502,7 +503,7 @@ func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
 	if !mine {
 		return false, nil
 	}
-	judge := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}
+	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}}
 	res := judge.Judge(cur)
 	if res.Verdict != verdict.Claimed || len(res.Remove) == 0 {
 		return false, fmt.Errorf("cannot release %s: a release of it is under way (%s)", cur.Path, res.Reason)

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ func judge(t *testing.T, path string) verdict.Result {
 	if err != nil || l == nil {
 		t.Fatalf("ReadOne(%s) = %v, %v", path, l, err)
 	}
-	j := verdict.Judge{Host: localHost(), Probe: verdict.KernelProbe{}}
+	j := verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
 	return j.Judge(l)
 }
 

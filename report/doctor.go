@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"sync/atomic"
 
@@ -108,7 +109,7 @@ func Doctor(opts Options, sink Sink) Result {
 			opts.Warn(err, skipped)
 		}
 	}
-	judge := verdict.Judge{Host: opts.Host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}, Evidence: &verdict.KernelEvidence{}}
+	judge := verdict.Judge{Host: opts.Host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}, Evidence: &kernel.KernelEvidence{}}
 	act := func(res verdict.Result) *fix.Outcome {
 		if opts.Fixer == nil {
 			return nil

@@ -4,6 +4,7 @@ package scan_test
 // They run only under -bench; nothing here is a test.
 
 import (
+	"github.com/lockctl/lockctl/internal/kernel"
 	"path/filepath"
 	"testing"
 
@@ -81,7 +82,7 @@ func benchWalkTree(b *testing.B) (scan.Root, scan.Matcher, tree.Counts) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	counts, err := tree.Build(dir, tree.Spec{Entries: 10_000, Locks: 200, Seed: 1, Host: verdict.LocalHost(), Procs: procs})
+	counts, err := tree.Build(dir, tree.Spec{Entries: 10_000, Locks: 200, Seed: 1, Host: kernel.LocalHost(), Procs: procs})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,10 +136,10 @@ func BenchmarkWalk(b *testing.B) {
 // behind a per-run cache (a fresh cache each walk, as each doctor run has).
 func BenchmarkWalkJudge(b *testing.B) {
 	r, m, counts := benchWalkTree(b)
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	b.ReportAllocs()
 	for b.Loop() {
-		j := verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
+		j := verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}}
 		benchWalkOnce(b, r, m, func(l *scan.Lock) { _ = j.Judge(l) })
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(counts.Entries), "ns/entry")

@@ -4,6 +4,7 @@ package verdict_test
 // (docs/performance.md). They run only under -bench.
 
 import (
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"strconv"
@@ -66,7 +67,7 @@ func benchEmptyDir() *scan.Lock {
 // benchStart reads the start time of a running pid.
 func benchStart(b *testing.B, pid int) uint64 {
 	b.Helper()
-	p := verdict.KernelProbe{}.Probe(pid)
+	p := kernel.KernelProbe{}.Probe(pid)
 	if p.State != verdict.StateRunning || !p.HasStart {
 		b.Fatalf("pid %d: state %v, start time read %v (%v)", pid, p.State, p.HasStart, p.Err)
 	}
@@ -134,7 +135,7 @@ func benchJudge(b *testing.B, j *verdict.Judge, l *scan.Lock, want verdict.Verdi
 // reaped pid (what every lock costs without the cache), and with a warm
 // CachingProbe (what each further lock of a shared holder costs).
 func BenchmarkJudge(b *testing.B) {
-	host := verdict.LocalHost()
+	host := kernel.LocalHost()
 	self := os.Getpid()
 	start := benchStart(b, self)
 	gone := benchReapedPid(b)
@@ -145,12 +146,12 @@ func BenchmarkJudge(b *testing.B) {
 	b.Run("fake/gone-pid", func(b *testing.B) { benchJudge(b, fake, benchPidLock(gone), verdict.Gone) })
 	b.Run("fake/ownerless-dir", func(b *testing.B) { benchJudge(b, fake, benchEmptyDir(), verdict.Ownerless) })
 
-	kernel := &verdict.Judge{Host: host, Probe: verdict.KernelProbe{}}
-	b.Run("kernel/live-lockctl", func(b *testing.B) { benchJudge(b, kernel, benchLockctl(host, self, start), verdict.Live) })
-	b.Run("kernel/live-pid", func(b *testing.B) { benchJudge(b, kernel, benchPidLock(self), verdict.Live) })
-	b.Run("kernel/gone-pid", func(b *testing.B) { benchJudge(b, kernel, benchPidLock(gone), verdict.Gone) })
+	kj := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}}
+	b.Run("kernel/live-lockctl", func(b *testing.B) { benchJudge(b, kj, benchLockctl(host, self, start), verdict.Live) })
+	b.Run("kernel/live-pid", func(b *testing.B) { benchJudge(b, kj, benchPidLock(self), verdict.Live) })
+	b.Run("kernel/gone-pid", func(b *testing.B) { benchJudge(b, kj, benchPidLock(gone), verdict.Gone) })
 
-	caching := &verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: verdict.KernelProbe{}}}
+	caching := &verdict.Judge{Host: host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}}
 	b.Run("caching/live-lockctl", func(b *testing.B) { benchJudge(b, caching, benchLockctl(host, self, start), verdict.Live) })
 	b.Run("caching/gone-pid", func(b *testing.B) { benchJudge(b, caching, benchPidLock(gone), verdict.Gone) })
 }
@@ -172,7 +173,7 @@ func BenchmarkKernelProbe(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			pid := c.pid(b)
-			p := verdict.KernelProbe{}
+			p := kernel.KernelProbe{}
 			if got := p.Probe(pid); got.State != c.want {
 				b.Fatalf("Probe(%d) = %v (%v), want state %v", pid, got.State, got.Err, c.want)
 			}

@@ -13,7 +13,7 @@ var ErrNoProbe = errors.New("no process probe on this platform")
 // NoProbe is the probe of a platform without one. It fails closed: every
 // pid is StateUnknown (ErrNoProbe), so every verdict that needs the kernel
 // is unknown, and nothing is swept or broken on the strength of a pid. It
-// is KernelProbe wherever lockctl has no real one, and is defined on every
+// is internal/kernel's KernelProbe wherever lockctl has no real one, and is defined on every
 // platform so that its consequences are tested on Linux too.
 type NoProbe struct{}
 
@@ -33,7 +33,7 @@ type NoEvidence struct{}
 // Holders implements Evidence.
 func (NoEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) { return nil, false }
 
-// BareHost is what LocalHost knows on a platform without a probe: the host
+// BareHost is what internal/kernel's LocalHost knows on a platform without a probe: the host
 // name only. Boot id, machine id, pid namespace and boot time stay zero, so
 // the verdicts that need them stay on the held side, and the generation B
 // scope cannot be computed.

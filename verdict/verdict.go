@@ -7,7 +7,7 @@
 // unknown or ownerless, never in gone. Age is reported, never judged.
 //
 // The kernel sits behind the Probe interface so the tables here can be
-// tested with a fake; KernelProbe is the real one.
+// tested with a fake; internal/kernel's KernelProbe is the real one.
 package verdict
 
 import (

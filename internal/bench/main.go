@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,7 +39,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/bench/tree"
-	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 
@@ -126,7 +126,7 @@ func run() error {
 	t0 := time.Now()
 	counts, err := tree.Build(root, tree.Spec{
 		Entries: *entries, Locks: *locks, PerDir: *perDir, Seed: *seed,
-		Host: verdict.LocalHost(), Procs: procs,
+		Host: kernel.LocalHost(), Procs: procs,
 	})
 	if err != nil {
 		return fmt.Errorf("building the tree: %w", err)

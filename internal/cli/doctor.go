@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
 	"os"
 	"path/filepath"
@@ -169,7 +170,7 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	if len(d.opts.Paths) == 0 {
 		d.opts.Paths, d.opts.Named = defaultPaths()
 	}
-	d.opts.Host = verdict.LocalHost()
+	d.opts.Host = kernel.LocalHost()
 	// Reading directories waits on the disk as much as on the CPU: a few
 	// more walkers than cores keep both busy.
 	d.opts.Workers = 2 * runtime.GOMAXPROCS(0)

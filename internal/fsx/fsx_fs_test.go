@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,8 +262,8 @@ func TestFSOfFUSE(t *testing.T) {
 	if pidLock.FS != (fsx.FS{Name: "fuse", Remote: true}) || pidLock.Format != scan.FormatPid {
 		t.Fatalf("scan: pid.lock = %s with FS %+v, want a pid file on fuse, remote", pidLock.Format, pidLock.FS)
 	}
-	host := verdict.LocalHost()
-	j := verdict.Judge{Host: host, Probe: verdict.KernelProbe{}, Evidence: &verdict.KernelEvidence{}}
+	host := kernel.LocalHost()
+	j := verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: &kernel.KernelEvidence{}}
 	var r, e verdict.Result
 	within("judge", func() { r, e = j.Judge(pidLock), j.Judge(emptyLock) })
 	if r.Verdict != verdict.Foreign || !strings.Contains(r.Reason, "bare pid on a network file system (fuse)") {

@@ -7,10 +7,10 @@
 //
 //	# mutant: eperm-dead
 //	# what: EPERM from kill(pid, 0) is read as "no such process"
-//	# packages: ./verdict
+//	# packages: ./internal/kernel
 //	# tests: TestKernelProbeEPERM
-//	--- a/verdict/probe_linux.go
-//	+++ b/verdict/probe_linux.go
+//	--- a/internal/kernel/probe_linux.go
+//	+++ b/internal/kernel/probe_linux.go
 //	...
 //
 // For each patch, mutants copies the module to a temporary directory,

@@ -14,7 +14,7 @@
 // This package imports nothing of lockctl's, so that the internal tests of
 // any package (package lock, package verdict) can use it without an import
 // cycle. It reads /proc/<pid>/stat itself rather than through
-// verdict.ParseStat for the same reason, and so that a fixture does not
+// kernel.ParseStat for the same reason, and so that a fixture does not
 // depend on the code it is used to test.
 package testutil
 

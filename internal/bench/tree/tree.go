@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -70,7 +71,7 @@ func StartProcs(nLive, nGone int) (*Procs, error) {
 			return nil, err
 		}
 		p.cmds = append(p.cmds, c)
-		pr := verdict.KernelProbe{}.Probe(c.Process.Pid)
+		pr := kernel.KernelProbe{}.Probe(c.Process.Pid)
 		if pr.State != verdict.StateRunning || !pr.HasStart {
 			p.Stop()
 			return nil, fmt.Errorf("cannot read the start time of pid %d: %v", c.Process.Pid, pr.Err)

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package verdict
+package kernel
 
 import "golang.org/x/sys/unix"
 

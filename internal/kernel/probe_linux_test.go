@@ -1,6 +1,6 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/verdict"
 	"io"
 	"os"
 	"os/exec"
@@ -58,9 +60,9 @@ func statFields(t *testing.T, pid int, comm string) []string {
 func TestKernelProbeRunning(t *testing.T) {
 	cmd := testutil.Sleeper(t)
 	pid := cmd.Process.Pid
-	for name, probe := range map[string]func(int) Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
+	for name, probe := range map[string]func(int) verdict.Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
 		got := probe(pid)
-		if got.State != StateRunning || !got.HasStart || got.Denied || got.Comm != "sleep" || got.Err != nil {
+		if got.State != verdict.StateRunning || !got.HasStart || got.Denied || got.Comm != "sleep" || got.Err != nil {
 			t.Errorf("%s(%d) = %+v, want running sleep with a start time, not denied, no error", name, pid, got)
 		}
 	}
@@ -83,7 +85,7 @@ func TestKernelProbeStartTime(t *testing.T) {
 	if !got.HasStart || got.Start != want {
 		t.Errorf("Probe(%d) = start %d (HasStart %v), want %d, true", pid, got.Start, got.HasStart, want)
 	}
-	// Evidence only, but the recycled verdict rests on it: btime has
+	// verdict.Evidence only, but the recycled verdict rests on it: btime has
 	// one-second resolution, so allow a few seconds either way.
 	started := LocalHost().Started(got.Start)
 	if started.Before(before.Add(-3*time.Second)) || started.After(after.Add(3*time.Second)) {
@@ -93,8 +95,8 @@ func TestKernelProbeStartTime(t *testing.T) {
 
 func TestKernelProbeReaped(t *testing.T) {
 	pid := testutil.Gone(t)
-	for name, probe := range map[string]func(int) Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
-		if got := probe(pid); got.State != StateAbsent {
+	for name, probe := range map[string]func(int) verdict.Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
+		if got := probe(pid); got.State != verdict.StateAbsent {
 			t.Errorf("%s(%d) = %+v, want absent (the process exited and was reaped)", name, pid, got)
 		}
 	}
@@ -109,21 +111,21 @@ func TestKernelProbeZombie(t *testing.T) {
 	if err := unix.Kill(pid, 0); err != nil {
 		t.Errorf("kill(%d, 0) = %v, want nil: a zombie exists until it is reaped", pid, err)
 	}
-	for name, probe := range map[string]func(int) Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
-		if got := probe(pid); got.State != StateZombie || got.Comm != "true" {
+	for name, probe := range map[string]func(int) verdict.Proc{"Probe": KernelProbe{}.Probe, "probeKill": probeKill} {
+		if got := probe(pid); got.State != verdict.StateZombie || got.Comm != "true" {
 			t.Errorf("%s(%d) = %+v, want a zombie named true", name, pid, got)
 		}
 	}
-	j := &Judge{Host: LocalHost(), Probe: KernelProbe{}}
-	l := with(pidLock(pidHolder(int64(pid))), func(l *scan.Lock) { l.Holders[0].Info.Mtime = time.Now() })
-	if got := j.Judge(l); got.Verdict != Gone {
+	j := &verdict.Judge{Host: LocalHost(), Probe: KernelProbe{}}
+	l := pidLockNow(pid)
+	if got := j.Judge(l); got.Verdict != verdict.Gone {
 		t.Errorf("Judge(pid file of zombie %d) = %s (%s), want gone", pid, got.Verdict, got.Reason)
 	}
 
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("cannot reap pid %d: %v", pid, err)
 	}
-	if got := (KernelProbe{}).Probe(pid); got.State != StateAbsent {
+	if got := (KernelProbe{}).Probe(pid); got.State != verdict.StateAbsent {
 		t.Errorf("Probe(%d) after reaping = %+v, want absent", pid, got)
 	}
 }
@@ -132,7 +134,7 @@ func TestKernelProbeZombie(t *testing.T) {
 // and kill(-1, sig) every process it may signal, so neither may be asked.
 func TestKernelProbeNotAPid(t *testing.T) {
 	for _, pid := range []int{0, -1, -2, -os.Getpid(), -1 << 31} {
-		if got := (KernelProbe{}).Probe(pid); got.State != StateUnknown || got.Err == nil {
+		if got := (KernelProbe{}).Probe(pid); got.State != verdict.StateUnknown || got.Err == nil {
 			t.Errorf("Probe(%d) = %+v, want unknown with an error", pid, got)
 		}
 	}
@@ -153,7 +155,7 @@ func TestKernelProbeThreadID(t *testing.T) {
 	if tid == os.Getpid() {
 		t.Skip("the goroutine landed on the main thread")
 	}
-	if got := (KernelProbe{}).Probe(tid); got.State != StateRunning {
+	if got := (KernelProbe{}).Probe(tid); got.State != verdict.StateRunning {
 		t.Errorf("Probe(%d) = %+v, want running (a live thread of this process)", tid, got)
 	}
 }
@@ -163,14 +165,14 @@ func TestKernelProbeThreadID(t *testing.T) {
 func TestJudgeKernelProbe(t *testing.T) {
 	cmd := testutil.Sleeper(t)
 	pid := cmd.Process.Pid
-	j := &Judge{Host: LocalHost(), Probe: KernelProbe{}}
-	l := with(pidLock(pidHolder(int64(pid))), func(l *scan.Lock) { l.Holders[0].Info.Mtime = time.Now() })
-	if got := j.Judge(l); got.Verdict != Live || len(got.Remove) != 0 {
+	j := &verdict.Judge{Host: LocalHost(), Probe: KernelProbe{}}
+	l := pidLockNow(pid)
+	if got := j.Judge(l); got.Verdict != verdict.Live || len(got.Remove) != 0 {
 		t.Errorf("Judge(pid file of running sleep %d) = %s (%s) with Remove %v, want live, no remedy", pid, got.Verdict, got.Reason, got.Remove)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if got := j.Judge(l); got.Verdict != Gone {
+	if got := j.Judge(l); got.Verdict != verdict.Gone {
 		t.Errorf("Judge(pid file of reaped sleep %d) = %s (%s), want gone", pid, got.Verdict, got.Reason)
 	}
 }
@@ -178,7 +180,7 @@ func TestJudgeKernelProbe(t *testing.T) {
 type childResult struct {
 	Probe    string
 	Uid      int
-	State    State
+	State    verdict.State
 	Denied   bool
 	HasStart bool
 	Err      string
@@ -207,7 +209,7 @@ func TestKernelProbeEPERM(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "verdict.test")
+	bin := filepath.Join(dir, "kernel.test")
 	copyExecutable(t, exe, bin)
 
 	cmd := exec.Command(bin, "-test.run=^TestKernelProbeEPERM$", "-test.count=1", "-test.v")
@@ -234,7 +236,7 @@ func TestKernelProbeEPERM(t *testing.T) {
 		if r.Uid != nobody {
 			t.Fatalf("the child ran as uid %d, want %d", r.Uid, nobody)
 		}
-		if r.State != StateRunning || !r.Denied {
+		if r.State != verdict.StateRunning || !r.Denied {
 			t.Errorf("%s(%d) as nobody = %+v, want running and denied (EPERM is alive)", r.Probe, os.Getpid(), r)
 		}
 	}
@@ -250,7 +252,7 @@ func probeAsChild(t *testing.T) {
 	}
 	for _, r := range []struct {
 		name string
-		p    Proc
+		p    verdict.Proc
 	}{{"Probe", KernelProbe{}.Probe(pid)}, {"probeKill", probeKill(pid)}} {
 		res := childResult{Probe: r.name, Uid: os.Getuid(), State: r.p.State, Denied: r.p.Denied, HasStart: r.p.HasStart}
 		if r.p.Err != nil {
@@ -340,7 +342,17 @@ func TestLocalHost(t *testing.T) {
 // printf 'agmsg-lock-scope:%s:%s:%s' MID BOOT NS | sha256sum.
 func TestScopeDigest(t *testing.T) {
 	const want = "704808a8dbd80dc1c1463144cb711cb8e4bf35580ffdf174a06528a6d95fc232"
-	if got := ScopeDigest("3d1219c7c4c5404aaa1f6d2a48adfda4", "e413c8f9-0a7a-4537-9745-0f7247d36377", "pid:[4026531836]"); got != want {
+	if got := verdict.ScopeDigest("3d1219c7c4c5404aaa1f6d2a48adfda4", "e413c8f9-0a7a-4537-9745-0f7247d36377", "pid:[4026531836]"); got != want {
 		t.Errorf("ScopeDigest(...) = %s, want %s", got, want)
+	}
+}
+
+// pidLockNow is a pid file naming pid, written now.
+func pidLockNow(pid int) *scan.Lock {
+	now := fsx.Stat{Mode: 0o644, Nlink: 1, Size: 8, Mtime: time.Now()}
+	h := &scan.Holder{Pid: int64(pid), PidText: strconv.Itoa(pid)}
+	return &scan.Lock{
+		Path: "/run/lock/x.lock", Dir: "/run/lock", Name: "x.lock", Kind: scan.KindFile, Info: now, Format: scan.FormatPid,
+		Holders: []scan.Record{{File: "x.lock", Info: now, Raw: []byte(h.PidText + "\n"), Holder: h}},
 	}
 }

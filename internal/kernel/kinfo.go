@@ -1,9 +1,10 @@
-package verdict
+package kernel
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"strings"
 	"syscall"
 	"time"
@@ -94,7 +95,7 @@ func ParseKinfo(b []byte) (Kinfo, error) {
 // process: success, and no bytes.
 var errNoRecord = errors.New("no kinfo_proc")
 
-// kinfoProc turns what macOS said about pid into a Proc. b and sysErr are
+// kinfoProc turns what macOS said about pid into a verdict.Proc. b and sysErr are
 // the answer of sysctl kern.proc.pid.<pid>; kill is kill(pid, 0), asked
 // after it. It lives here, not in probe_darwin.go, so that its every branch
 // is tested on Linux.
@@ -108,37 +109,37 @@ var errNoRecord = errors.New("no kinfo_proc")
 //   - a record with p_stat SZOMB: a zombie;
 //   - a record: running, with its start time. EPERM from kill is alive.
 //
-// Anything else is a doubt, and doubt is StateUnknown or running without a
+// Anything else is a doubt, and doubt is verdict.StateUnknown or running without a
 // start time: never absent, never a zombie.
-func kinfoProc(pid int, b []byte, sysErr error, kill func() error) Proc {
+func kinfoProc(pid int, b []byte, sysErr error, kill func() error) verdict.Proc {
 	if sysErr != nil {
-		return Proc{State: StateUnknown, Err: fmt.Errorf("sysctl kern.proc.pid.%d: %w", pid, sysErr)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("sysctl kern.proc.pid.%d: %w", pid, sysErr)}
 	}
 	kerr := kill()
 	var denied bool
 	switch {
 	case kerr == nil:
 	case errors.Is(kerr, syscall.ESRCH):
-		return Proc{State: StateAbsent}
+		return verdict.Proc{State: verdict.StateAbsent}
 	case errors.Is(kerr, syscall.EPERM):
 		// It exists; we may not signal it. That is alive, never dead.
 		denied = true
 	default:
-		return Proc{State: StateUnknown, Err: fmt.Errorf("kill(%d, 0): %w", pid, kerr)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("kill(%d, 0): %w", pid, kerr)}
 	}
 	if len(b) == 0 {
-		return Proc{State: StateRunning, Denied: denied, Err: fmt.Errorf("pid %d exists, but sysctl kern.proc.pid.%d had no record of it: %w", pid, pid, errNoRecord)}
+		return verdict.Proc{State: verdict.StateRunning, Denied: denied, Err: fmt.Errorf("pid %d exists, but sysctl kern.proc.pid.%d had no record of it: %w", pid, pid, errNoRecord)}
 	}
 	k, err := ParseKinfo(b)
 	if err != nil {
-		return Proc{State: StateRunning, Denied: denied, Err: fmt.Errorf("pid %d exists, but its record cannot be read: %w", pid, err)}
+		return verdict.Proc{State: verdict.StateRunning, Denied: denied, Err: fmt.Errorf("pid %d exists, but its record cannot be read: %w", pid, err)}
 	}
 	if k.Pid != pid {
-		return Proc{State: StateUnknown, Err: fmt.Errorf("sysctl kern.proc.pid.%d answered for pid %d", pid, k.Pid)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("sysctl kern.proc.pid.%d answered for pid %d", pid, k.Pid)}
 	}
-	p := Proc{State: StateRunning, Start: k.Start, HasStart: true, Comm: k.Comm, Denied: denied}
+	p := verdict.Proc{State: verdict.StateRunning, Start: k.Start, HasStart: true, Comm: k.Comm, Denied: denied}
 	if k.Stat == sZomb {
-		p.State = StateZombie
+		p.State = verdict.StateZombie
 	}
 	return p
 }
@@ -151,17 +152,12 @@ var macStartBase = time.Unix(0, 0)
 // has a larger pid, so a record naming one proves nothing.
 const macPidMax = 99999
 
-// ErrScopeUnsupported is why a generation B scope cannot be computed on
-// macOS: it hashes the IOPlatformUUID, which lockctl does not read there
-// (it needs IOKit, or gethostuuid(2) through libSystem; no fork).
-var ErrScopeUnsupported = errors.New("the generation B scope of macOS hashes the IOPlatformUUID, which lockctl cannot read without IOKit")
-
-// macHost assembles the Host of a macOS machine from what its sysctls
+// macHost assembles the verdict.Host of a macOS machine from what its sysctls
 // said: the host name, kern.bootsessionuuid, and kern.boottime. macOS has
 // no pid namespaces: every record names "-", as the registry tool's scope
 // does.
-func macHost(name, bootSession string, boot time.Time) Host {
-	h := Host{
+func macHost(name, bootSession string, boot time.Time) verdict.Host {
+	h := verdict.Host{
 		Name:      name,
 		BootID:    strings.TrimSpace(bootSession),
 		PidNS:     "-",
@@ -169,7 +165,7 @@ func macHost(name, bootSession string, boot time.Time) Host {
 		BootTime:  boot,
 		StartBase: macStartBase,
 		Ticks:     1e6,
-		ScopeErr:  ErrScopeUnsupported,
+		ScopeErr:  verdict.ErrScopeUnsupported,
 	}
 	return h
 }

@@ -1,18 +1,17 @@
-package verdict
+package kernel
 
 import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"github.com/lockctl/lockctl/verdict"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
-
-	"github.com/lockctl/lockctl/scan"
 )
 
 // kinfoRecords reads testdata/kinfo/records.txtar: struct kinfo_proc
@@ -126,7 +125,7 @@ func FuzzParseKinfo(f *testing.F) {
 		if len(b) != kinfoSize || k.Pid < 0 || k.Stat < sIdl || k.Stat > sZomb || len(k.Comm) > kinfoCommLen {
 			t.Fatalf("ParseKinfo accepted %+v from %d bytes", k, len(b))
 		}
-		if s := (Host{StartBase: macStartBase, Ticks: 1e6}).Started(k.Start); s.Before(macStartBase) || s.Year() > 2300 {
+		if s := (verdict.Host{StartBase: macStartBase, Ticks: 1e6}).Started(k.Start); s.Before(macStartBase) || s.Year() > 2300 {
 			t.Fatalf("start %d converts to %s", k.Start, s)
 		}
 	})
@@ -138,7 +137,7 @@ func TestKinfoProc(t *testing.T) {
 	agent, zombie := kinfoRecord(t, "agent"), kinfoRecord(t, "zombie")
 	const start = 1795690012_000007
 	type want struct {
-		state    State
+		state    verdict.State
 		hasStart bool
 		denied   bool
 	}
@@ -150,18 +149,18 @@ func TestKinfoProc(t *testing.T) {
 		kill   error
 		want   want
 	}{
-		{"running", 4213, agent, nil, nil, want{StateRunning, true, false}},
-		{"running as another user", 4213, agent, nil, syscall.EPERM, want{StateRunning, true, true}},
-		{"zombie", 5120, zombie, nil, nil, want{StateZombie, true, false}},
-		{"zombie kill refuses", 5120, zombie, nil, syscall.EPERM, want{StateZombie, true, true}},
-		{"exited since the sysctl", 4213, agent, nil, syscall.ESRCH, want{StateAbsent, false, false}},
-		{"no process", 4213, nil, nil, syscall.ESRCH, want{StateAbsent, false, false}},
-		{"no record, but kill finds one", 4213, nil, nil, nil, want{StateRunning, false, false}},
-		{"no record, kill says EPERM", 4213, nil, nil, syscall.EPERM, want{StateRunning, false, true}},
-		{"sysctl fails", 4213, nil, syscall.ENOMEM, syscall.ESRCH, want{StateUnknown, false, false}},
-		{"record of another pid", 4214, agent, nil, nil, want{StateUnknown, false, false}},
-		{"record cut short", 4213, agent[:300], nil, nil, want{StateRunning, false, false}},
-		{"kill fails oddly", 4213, agent, nil, syscall.EINVAL, want{StateUnknown, false, false}},
+		{"running", 4213, agent, nil, nil, want{verdict.StateRunning, true, false}},
+		{"running as another user", 4213, agent, nil, syscall.EPERM, want{verdict.StateRunning, true, true}},
+		{"zombie", 5120, zombie, nil, nil, want{verdict.StateZombie, true, false}},
+		{"zombie kill refuses", 5120, zombie, nil, syscall.EPERM, want{verdict.StateZombie, true, true}},
+		{"exited since the sysctl", 4213, agent, nil, syscall.ESRCH, want{verdict.StateAbsent, false, false}},
+		{"no process", 4213, nil, nil, syscall.ESRCH, want{verdict.StateAbsent, false, false}},
+		{"no record, but kill finds one", 4213, nil, nil, nil, want{verdict.StateRunning, false, false}},
+		{"no record, kill says EPERM", 4213, nil, nil, syscall.EPERM, want{verdict.StateRunning, false, true}},
+		{"sysctl fails", 4213, nil, syscall.ENOMEM, syscall.ESRCH, want{verdict.StateUnknown, false, false}},
+		{"record of another pid", 4214, agent, nil, nil, want{verdict.StateUnknown, false, false}},
+		{"record cut short", 4213, agent[:300], nil, nil, want{verdict.StateRunning, false, false}},
+		{"kill fails oddly", 4213, agent, nil, syscall.EINVAL, want{verdict.StateUnknown, false, false}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,14 +173,14 @@ func TestKinfoProc(t *testing.T) {
 			if p.HasStart && p.Start != start && tc.name != "zombie" && tc.name != "zombie kill refuses" {
 				t.Errorf("Start = %d, want %d", p.Start, start)
 			}
-			if (p.State == StateUnknown || (p.State == StateRunning && !p.HasStart)) && p.Err == nil {
+			if (p.State == verdict.StateUnknown || (p.State == verdict.StateRunning && !p.HasStart)) && p.Err == nil {
 				t.Errorf("a doubt with no reason: %+v", p)
 			}
 			// The invariant: gone only on the kernel's word.
-			if p.State == StateAbsent && !errors.Is(tc.kill, syscall.ESRCH) {
+			if p.State == verdict.StateAbsent && !errors.Is(tc.kill, syscall.ESRCH) {
 				t.Errorf("absent, but kill said %v", tc.kill)
 			}
-			if p.State == StateZombie && (len(tc.b) != kinfoSize || tc.b[kinfoStat] != sZomb) {
+			if p.State == verdict.StateZombie && (len(tc.b) != kinfoSize || tc.b[kinfoStat] != sZomb) {
 				t.Errorf("a zombie, but the record does not say so")
 			}
 			if tc.sysErr != nil && asked {
@@ -191,54 +190,26 @@ func TestKinfoProc(t *testing.T) {
 	}
 }
 
-// TestMacHost judges macOS locks with the macOS host facts and the probe's
-// answers decoded from the recorded bytes.
-func TestMacHost(t *testing.T) {
-	const session = "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D"
+// TestMacHostFacts: what macHost and kinfoProc make of the recorded bytes
+// is what verdict's TestMacHost judges with.
+func TestMacHostFacts(t *testing.T) {
 	boot := time.Date(2026, 11, 26, 8, 20, 0, 0, time.UTC)
-	mac := func(h *Host) { *h = macHost("mbp", session+"\n", boot) }
-	proc := func(name string, pid int) Proc {
-		return kinfoProc(pid, kinfoRecord(t, name), nil, func() error { return nil })
+	got := macHost("mbp", "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D\n", boot)
+	want := verdict.Host{Name: "mbp", BootID: "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D", PidNS: "-", PidMax: 99999,
+		BootTime: boot, StartBase: time.Unix(0, 0), Ticks: 1e6, ScopeErr: verdict.ErrScopeUnsupported}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("macHost = %+v, want %+v", got, want)
 	}
-	procs := map[int]Proc{4213: proc("agent", 4213), 5120: proc("zombie", 5120)}
-	agentStarted := time.Unix(1795690012, 7000)
-
-	own := func(pid int64, start uint64, bootID string) *scan.Lock {
-		h := &scan.Holder{Pid: pid, PidText: fmt.Sprint(pid), Host: "mbp", Command: "make",
-			Token: fmt.Sprintf("%d.%s.1", pid, hex32), Start: start, HasStart: true, BootID: bootID, PidNS: "-"}
-		return dirLock(scan.FormatLockctl, scan.Record{File: lockName + "/holder", Info: fileAt(agentStarted.Add(time.Minute)), Raw: []byte("lockctl-lock 1\n"), Holder: h})
+	for _, tc := range []struct {
+		name string
+		pid  int
+		want verdict.Proc
+	}{
+		{"agent", 4213, verdict.Proc{State: verdict.StateRunning, Start: 1795690012_000007, HasStart: true, Comm: "agmsg"}},
+		{"zombie", 5120, verdict.Proc{State: verdict.StateZombie, Start: 1795690100_999999, HasStart: true, Comm: "bash"}},
+	} {
+		if got := kinfoProc(tc.pid, kinfoRecord(t, tc.name), nil, func() error { return nil }); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("kinfoProc(%d, %s) = %+v, want %+v", tc.pid, tc.name, got, tc.want)
+		}
 	}
-	genA := func(at time.Time) *scan.Lock {
-		h := holderA(4213, "mbp")
-		h.Since = time.Time{}
-		r := recA(h)
-		r.Info = fileAt(at)
-		return dirLock(scan.FormatRegistryA, r)
-	}
-	run(t, []judgeCase{
-		{name: "mac-own-live", host: mac, procs: procs, lock: own(4213, 1795690012_000007, session),
-			want: Live, reason: "its start time matches the record"},
-		{name: "mac-own-recycled", host: mac, procs: procs, lock: own(4213, 1795690012_000008, session),
-			want: Gone, reason: "its start time is 1795690012000007, not the recorded 1795690012000008",
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath))},
-		{name: "mac-own-zombie", host: mac, procs: procs, lock: own(5120, 1795690100_999999, session),
-			want: Gone, reason: "pid 5120 is a zombie (bash)",
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath))},
-		{name: "mac-own-absent", host: mac, procs: procs, lock: own(6000, 1795690100_000000, session),
-			want: Gone, reason: "pid 6000 is not running",
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath))},
-		{name: "mac-own-other-boot", host: mac, procs: procs, lock: own(4213, 1795690012_000007, "00000000-5A2F-4E5B-9D3C-0E1F2A3B4C5D"),
-			want: Gone, reason: "the record is from boot 00000000-5A2F-4E5B-9D3C-0E1F2A3B4C5D, and this is boot " + session,
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath)), noProbe: true},
-		{name: "mac-own-linux-namespace", host: mac, procs: procs, lock: with(own(4213, 1795690012_000007, session), func(l *scan.Lock) { l.Holders[0].Holder.PidNS = hereNS }),
-			want: Foreign, reason: "pid namespace " + hereNS + ", and this is -", noProbe: true},
-		{name: "mac-pid-above-pid-max", host: mac, procs: procs, lock: own(100000, 1, session),
-			want: Unknown, reason: "out of range (1 to 99999)", noProbe: true},
-		{name: "mac-gen-a-written-after-start", host: mac, procs: procs, lock: genA(agentStarted.Add(time.Minute)),
-			want: Live, reason: "pid 4213 (agmsg)"},
-		{name: "mac-gen-a-written-before-start", host: mac, procs: procs, lock: genA(agentStarted.Add(-time.Minute)),
-			want: Recycled, reason: "started at 2026-11-26 10:46:52, after this record was written at 2026-11-26 10:45:52"},
-		{name: "mac-gen-b-scope", host: mac, procs: procs, lock: lockB(modified(holderB(4213, hereScope), func(h *scan.Holder) { h.Host = "mbp" })),
-			want: Foreign, reason: "lockctl cannot compute this machine's (" + ErrScopeUnsupported.Error() + ")", noProbe: true},
-	})
 }

@@ -1,9 +1,10 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"encoding/json"
+	"github.com/lockctl/lockctl/verdict"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestNamesakesFindsAContainersPid(t *testing.T) {
 		t.Errorf("Namesakes()[%d] = %v, want host pid %d in %s", c.Inner, idx[c.Inner], c.Pid, c.NS)
 	}
 	// Through the caching probe as well, which doctor uses.
-	if idx, err := (&CachingProbe{Next: KernelProbe{}}).Namesakes(); err != nil || len(idx[c.Inner]) == 0 {
+	if idx, err := (&verdict.CachingProbe{Next: KernelProbe{}}).Namesakes(); err != nil || len(idx[c.Inner]) == 0 {
 		t.Errorf("CachingProbe.Namesakes()[%d] = %v, %v; want the container's process", c.Inner, idx[c.Inner], err)
 	}
 }
@@ -38,8 +39,8 @@ func TestNamespaceInUse(t *testing.T) {
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	// The caching probe doctor uses must ask afresh too: a namespace born
 	// after a remembered look would read as ended.
-	caching := &CachingProbe{Next: KernelProbe{}}
-	for _, p := range []PidSpace{KernelProbe{}, caching} {
+	caching := &verdict.CachingProbe{Next: KernelProbe{}}
+	for _, p := range []verdict.PidSpace{KernelProbe{}, caching} {
 		if used, err := p.NamespaceInUse(c.NS); err != nil || !used {
 			t.Fatalf("%T.NamespaceInUse(%s) of a live container = %v, %v; want true", p, c.NS, used, err)
 		}
@@ -48,7 +49,7 @@ func TestNamespaceInUse(t *testing.T) {
 		t.Errorf("NamespaceInUse(the host's) = %v, %v; want true", used, err)
 	}
 	c.Stop()
-	for _, p := range []PidSpace{KernelProbe{}, caching} {
+	for _, p := range []verdict.PidSpace{KernelProbe{}, caching} {
 		if used, err := p.NamespaceInUse(c.NS); err != nil || used {
 			t.Errorf("%T.NamespaceInUse(%s) of a container that ended = %v, %v; want false", p, c.NS, used, err)
 		}

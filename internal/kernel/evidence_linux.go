@@ -1,11 +1,12 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"io/fs"
 	"os"
 	"strconv"
@@ -22,7 +23,7 @@ type KernelEvidence struct {
 	// Probe checks that a pid named in /proc/locks is still running (a
 	// flock outlives the process that took it when a child inherited the
 	// descriptor). Nil means KernelProbe.
-	Probe Probe
+	Probe verdict.Probe
 
 	// Fresh re-reads /proc/locks on every question (cheap), while the index
 	// of open files is still built once: for re-judging a claimed lock
@@ -46,7 +47,7 @@ type KernelEvidence struct {
 // ScopeInUse implements ScopeWitness. It reads /proc/*/ns/pid once, and the
 // machine id under each process's root (once per root), as a writer there
 // would have read it.
-func (k *KernelEvidence) ScopeInUse(scope string, h Host) (bool, bool) {
+func (k *KernelEvidence) ScopeInUse(scope string, h verdict.Host) (bool, bool) {
 	k.scopesOnce.Do(func() {
 		// A process's root may be a hung FUSE or NFS mount: the look gets
 		// a deadline, past which it is incomplete. (The goroutine left
@@ -73,7 +74,7 @@ func (k *KernelEvidence) ScopeInUse(scope string, h Host) (bool, bool) {
 // scopeDeadline bounds the look at every process's machine id.
 const scopeDeadline = 3 * time.Second
 
-func nsScopes(h Host) (map[string]bool, bool) {
+func nsScopes(h verdict.Host) (map[string]bool, bool) {
 	scopes := map[string]bool{}
 	if h.BootID == "" || procOurs() != nil {
 		return scopes, false
@@ -87,7 +88,7 @@ func nsScopes(h Host) (map[string]bool, bool) {
 		complete = false // other namespaces are out of sight
 	}
 	if h.MachineID != "" && own != "" {
-		scopes[ScopeDigest(h.MachineID, h.BootID, own)] = true
+		scopes[verdict.ScopeDigest(h.MachineID, h.BootID, own)] = true
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -112,13 +113,13 @@ func nsScopes(h Host) (map[string]bool, bool) {
 			continue
 		}
 		if h.MachineID != "" {
-			scopes[ScopeDigest(h.MachineID, h.BootID, ns)] = true
+			scopes[verdict.ScopeDigest(h.MachineID, h.BootID, ns)] = true
 		}
 		// The machine id the process would hash is the one under its root.
 		id, err := machineIDIn(e.Name(), ids)
 		switch {
 		case err == nil:
-			scopes[ScopeDigest(id, h.BootID, ns)] = true
+			scopes[verdict.ScopeDigest(id, h.BootID, ns)] = true
 		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
 			// None there (or it exited): nothing it writes carries a scope.
 		default:
@@ -140,7 +141,7 @@ type procLock struct {
 }
 
 // Holders implements Evidence.
-func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
+func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool) {
 	k.once.Do(k.gather)
 	if k.Fresh {
 		k.readLocks()
@@ -150,13 +151,13 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 		probe = KernelProbe{}
 	}
 	key := devIno{dev, ino}
-	var hs []KernelHolder
+	var hs []verdict.KernelHolder
 	seen := map[int]bool{}
 	for _, l := range k.locks[key] {
 		if l.pid > 0 && !seen[l.pid] {
-			if p := probe.Probe(l.pid); p.State == StateRunning {
+			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				seen[l.pid] = true
-				hs = append(hs, KernelHolder{Pid: l.pid, Comm: p.Comm, How: l.how})
+				hs = append(hs, verdict.KernelHolder{Pid: l.pid, Comm: p.Comm, How: l.how})
 			}
 		}
 	}
@@ -169,7 +170,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 	for _, pid := range k.open[key] {
 		if !seen[pid] {
 			seen[pid] = true
-			hs = append(hs, KernelHolder{Pid: pid, Comm: comm(pid), How: how})
+			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how})
 		}
 	}
 	// The kernel drops an advisory lock when the last descriptor to it
@@ -178,7 +179,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 	// the index of open files was built.
 	if len(hs) == 0 && len(k.locks[key]) > 0 {
 		l := k.locks[key][0]
-		hs = append(hs, KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)"})
+		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)"})
 	}
 	return hs, k.complete && len(k.unseen) == 0
 }
@@ -266,7 +267,7 @@ func readLockTable() (map[devIno][]procLock, bool) {
 // Locks implements LockTable from /proc/locks alone, read once (or on each
 // question when Fresh), without the scan of every process's open files
 // that Holders makes: it is asked on the break path of every acquirer.
-func (k *KernelEvidence) Locks(dev, ino uint64) []KernelHolder {
+func (k *KernelEvidence) Locks(dev, ino uint64) []verdict.KernelHolder {
 	table := func() map[devIno][]procLock {
 		if k.Fresh {
 			t, _ := readLockTable()
@@ -279,11 +280,11 @@ func (k *KernelEvidence) Locks(dev, ino uint64) []KernelHolder {
 	if probe == nil {
 		probe = KernelProbe{}
 	}
-	var hs []KernelHolder
+	var hs []verdict.KernelHolder
 	for _, l := range table[devIno{dev, ino}] {
-		h := KernelHolder{How: l.how}
+		h := verdict.KernelHolder{How: l.how}
 		if l.pid > 0 {
-			if p := probe.Probe(l.pid); p.State == StateRunning {
+			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				h.Pid, h.Comm = l.pid, p.Comm
 			}
 		}

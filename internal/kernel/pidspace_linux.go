@@ -1,10 +1,11 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func gone(err error) bool { return os.IsNotExist(err) || errors.Is(err, unix.ESR
 // (by its ns/pid link, the cheaper read) has no other pid and is passed
 // over; a process that has exited (a zombie with no other thread) holds
 // nothing and is left out.
-func (KernelProbe) Namesakes() (map[int][]Namesake, error) {
+func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) {
 	if err := wholeView(); err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (KernelProbe) Namesakes() (map[int][]Namesake, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := map[int][]Namesake{}
+	idx := map[int][]verdict.Namesake{}
 	for _, p := range pids {
 		ns, err := os.Readlink("/proc/" + p + "/ns/pid")
 		if err == nil && ns == initialPidNS {
@@ -110,7 +111,7 @@ func (KernelProbe) Namesakes() (map[int][]Namesake, error) {
 		name, _ := statusField(st, "Name")
 		for _, l := range levels[1:] {
 			if inner, err := strconv.Atoi(l); err == nil {
-				idx[inner] = append(idx[inner], Namesake{Pid: pid, Inner: inner, Comm: name, NS: ns})
+				idx[inner] = append(idx[inner], verdict.Namesake{Pid: pid, Inner: inner, Comm: name, NS: ns})
 			}
 		}
 	}
@@ -162,7 +163,7 @@ func statusField(status, key string) (string, bool) {
 // statusExited is statExited for a /proc/<pid>/status: state Z or X with a
 // single thread. Anything it cannot read is doubt: not exited.
 func statusExited(status string) bool {
-	state, _ := statusField(status, "State")
+	state, _ := statusField(status, "verdict.State")
 	threads, _ := statusField(status, "Threads")
 	if state == "" || !strings.ContainsAny(state[:1], "ZXx") {
 		return false

@@ -5,12 +5,12 @@
 // from golang.org/x/sys/unix (ztypes_darwin_arm64.go, generated from the
 // macOS headers; the amd64 file is identical), with pointers as uintptr.
 // The fields are set by name, so the bytes do not depend on the offsets
-// the parser reads (verdict/kinfo.go), and probe_darwin.go checks those
+// the parser reads (internal/kernel/kinfo.go), and probe_darwin.go checks those
 // offsets against x/sys at compile time.
 //
 // These bytes were made here, not captured on a Mac: no Mac was at hand.
 //
-//	go run ./verdict/testdata/kinfo/gen.go > verdict/testdata/kinfo/records.txtar
+//	go run ./internal/kernel/testdata/kinfo/gen.go > internal/kernel/testdata/kinfo/records.txtar
 package main
 
 import (

@@ -1,12 +1,13 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"io/fs"
 	"os"
 	"strconv"
@@ -26,15 +27,15 @@ type KernelProbe struct{}
 // the signal still reaches the pinned process, the stat read was of it.
 // Without pidfds it falls back to kill(pid, 0) around the read, which
 // narrows that window but cannot close it.
-func (KernelProbe) Probe(pid int) Proc {
+func (KernelProbe) Probe(pid int) verdict.Proc {
 	if pid <= 0 {
 		// kill(0) and kill(-1) address process groups: never ask.
-		return Proc{State: StateUnknown, Err: errNotPid(pid)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: errNotPid(pid)}
 	}
 	fd, err := retryFd(func() (int, error) { return unix.PidfdOpen(pid, 0) })
 	switch {
 	case err == unix.ESRCH:
-		return Proc{State: StateAbsent}
+		return verdict.Proc{State: verdict.StateAbsent}
 	case err != nil:
 		// ENOSYS (before Linux 5.3), EINVAL (a thread id), a seccomp EPERM:
 		// fall back to kill.
@@ -50,37 +51,37 @@ func (KernelProbe) Probe(pid int) Proc {
 	case unix.ESRCH:
 		// It exited (and was reaped) since it was pinned: it is gone, and so
 		// whatever stat said is history.
-		return Proc{State: StateAbsent}
+		return verdict.Proc{State: verdict.StateAbsent}
 	default:
-		return Proc{State: StateUnknown, Err: fmt.Errorf("cannot signal pid %d: %w", pid, serr)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("cannot signal pid %d: %w", pid, serr)}
 	}
 	return finish(pid, p, statErr)
 }
 
-func probeKill(pid int) Proc {
+func probeKill(pid int) verdict.Proc {
 	kerr := retry(func() error { return unix.Kill(pid, 0) })
-	var p Proc
+	var p verdict.Proc
 	switch kerr {
 	case nil:
 	case unix.ESRCH:
-		return Proc{State: StateAbsent}
+		return verdict.Proc{State: verdict.StateAbsent}
 	case unix.EPERM:
 		// It exists; we may not signal it. That is alive, never dead.
 		p.Denied = true
 	default:
-		return Proc{State: StateUnknown, Err: fmt.Errorf("kill(%d, 0): %w", pid, kerr)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("kill(%d, 0): %w", pid, kerr)}
 	}
 	q, statErr := readStat(pid)
 	q.Denied = p.Denied
 	return finish(pid, q, statErr)
 }
 
-// finish turns a stat read of a process known to exist into a Proc. The
+// finish turns a stat read of a process known to exist into a verdict.Proc. The
 // process exists, so a stat that cannot be read (hidepid, a /proc that is
 // not mounted) leaves it running with no start time: alive, never dead.
-func finish(pid int, p Proc, statErr error) Proc {
+func finish(pid int, p verdict.Proc, statErr error) verdict.Proc {
 	if statErr != nil {
-		return Proc{State: StateRunning, Denied: p.Denied, Err: statErr}
+		return verdict.Proc{State: verdict.StateRunning, Denied: p.Denied, Err: statErr}
 	}
 	return p
 }
@@ -125,22 +126,22 @@ func nsPids(status string) []string {
 	return nil
 }
 
-func readStat(pid int) (Proc, error) {
+func readStat(pid int) (verdict.Proc, error) {
 	if err := procOurs(); err != nil {
-		return Proc{}, err
+		return verdict.Proc{}, err
 	}
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Proc{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+		return verdict.Proc{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
 	}
 	state, comm, start, err := ParseStat(b)
 	if err != nil {
-		return Proc{}, fmt.Errorf("cannot parse %s: %w", path, err)
+		return verdict.Proc{}, fmt.Errorf("cannot parse %s: %w", path, err)
 	}
-	p := Proc{State: StateRunning, Comm: comm, Start: start, HasStart: true}
+	p := verdict.Proc{State: verdict.StateRunning, Comm: comm, Start: start, HasStart: true}
 	if statExited(b, state) {
-		p.State = StateZombie
+		p.State = verdict.StateZombie
 	}
 	// The kernel adds the reader's time namespace boottime offset to field
 	// 22; take it off, so that every reader, and every record, counts from
@@ -219,8 +220,8 @@ const pidMaxLimit = 4 << 20
 // LocalHost reads the facts of this machine, boot and pid namespace. It
 // never fails: a fact it cannot read is left zero and the verdicts that
 // need it stay on the held side.
-func LocalHost() Host {
-	var h Host
+func LocalHost() verdict.Host {
+	var h verdict.Host
 	h.Name, _ = os.Hostname()
 	h.BootID = firstLine("/proc/sys/kernel/random/boot_id")
 	h.PidNS, _ = os.Readlink("/proc/self/ns/pid")
@@ -233,7 +234,7 @@ func LocalHost() Host {
 	case h.PidNS == "":
 		h.ScopeErr = errors.New("/proc/self/ns/pid cannot be read")
 	default:
-		h.Scope = ScopeDigest(h.MachineID, h.BootID, h.PidNS)
+		h.Scope = verdict.ScopeDigest(h.MachineID, h.BootID, h.PidNS)
 	}
 	h.PidMax = pidMaxLimit
 	if n, err := strconv.ParseInt(firstLine("/proc/sys/kernel/pid_max"), 10, 64); err == nil && n > 0 {

@@ -1,10 +1,11 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ const (
 	evRoleEnv   = "LOCKCTL_EVIDENCE_TEST_ROLE"
 	evQueryEnv  = "LOCKCTL_EVIDENCE_TEST_QUERY"
 	evResultTag = "lockctl-evidence-result:"
-	evComm      = "verdict.test" // the holders' command name
+	evComm      = "kernel.test" // the holders' command name
 )
 
 // TestHolderProcess is not a test: it is the holder process that the tests
@@ -59,7 +60,7 @@ func TestEvidenceHelperProcess(t *testing.T) {
 type evResult struct {
 	Uid, Pid int
 	Query    string
-	Holders  []KernelHolder
+	Holders  []verdict.KernelHolder
 	Complete bool
 }
 
@@ -125,7 +126,7 @@ func mkEmpty(t *testing.T, path string, data string) {
 // helpers_test.go has the same, for the same reason).
 type seenButHidden struct{ *KernelEvidence }
 
-func (e seenButHidden) Holders(dev, ino uint64) ([]KernelHolder, bool) {
+func (e seenButHidden) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool) {
 	hs, complete := e.KernelEvidence.Holders(dev, ino)
 	unseen, others := e.Unseen()
 	return hs, complete || others && testutil.OnlyHidden(unseen)
@@ -136,7 +137,7 @@ func (e seenButHidden) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 // while its fds are read makes a gathering incomplete (see
 // TestKernelEvidenceCompleteWhileProcessesExit), and other tests running
 // alongside start and end processes all the time.
-func holders(t *testing.T, dev, ino uint64) ([]KernelHolder, bool) {
+func holders(t *testing.T, dev, ino uint64) ([]verdict.KernelHolder, bool) {
 	t.Helper()
 	for range 20 {
 		hs, complete := seenButHidden{&KernelEvidence{}}.Holders(dev, ino)
@@ -148,8 +149,8 @@ func holders(t *testing.T, dev, ino uint64) ([]KernelHolder, bool) {
 	return nil, false
 }
 
-func sameHolders(got, want []KernelHolder) bool {
-	key := func(hs []KernelHolder) []string {
+func sameHolders(got, want []verdict.KernelHolder) bool {
+	key := func(hs []verdict.KernelHolder) []string {
 		var out []string
 		for _, h := range hs {
 			out = append(out, fmt.Sprintf("%d/%s/%s", h.Pid, h.Comm, h.How))
@@ -292,7 +293,7 @@ func TestKernelEvidenceHolders(t *testing.T) {
 				}
 			}
 			hs, complete := holders(t, dev, ino)
-			want := []KernelHolder{{Pid: h.Pid, Comm: evComm, How: tc.how}}
+			want := []verdict.KernelHolder{{Pid: h.Pid, Comm: evComm, How: tc.how}}
 			if !sameHolders(hs, want) {
 				t.Errorf("Holders = %+v, want %+v", hs, want)
 			}
@@ -314,11 +315,11 @@ func TestKernelEvidenceInheritedLock(t *testing.T) {
 	if pids := procLocksFor(t, dev, ino); len(pids) != 1 || pids[0] != locker {
 		t.Fatalf("/proc/locks shows pids %v, want the dead locker [%d]", pids, locker)
 	}
-	if pr := (KernelProbe{}).Probe(locker); pr.State != StateAbsent {
+	if pr := (KernelProbe{}).Probe(locker); pr.State != verdict.StateAbsent {
 		t.Fatalf("the locker pid %d is %v, want absent", locker, pr.State)
 	}
 	hs, _ := (&KernelEvidence{}).Holders(dev, ino)
-	want := []KernelHolder{{Pid: inheritor, Comm: evComm, How: "flock"}}
+	want := []verdict.KernelHolder{{Pid: inheritor, Comm: evComm, How: "flock"}}
 	if !sameHolders(hs, want) {
 		t.Errorf("Holders = %+v, want %+v", hs, want)
 	}
@@ -351,7 +352,7 @@ func TestKernelEvidenceSeveralHolders(t *testing.T) {
 	dev, ino := statDevIno(t, p)
 	procLocksFor(t, dev, ino)
 	hs, _ := (&KernelEvidence{}).Holders(dev, ino)
-	want := []KernelHolder{{Pid: a.Pid, Comm: evComm, How: "flock"}, {Pid: b.Pid, Comm: evComm, How: "open"}}
+	want := []verdict.KernelHolder{{Pid: a.Pid, Comm: evComm, How: "flock"}, {Pid: b.Pid, Comm: evComm, How: "open"}}
 	if !sameHolders(hs, want) {
 		t.Errorf("Holders = %+v, want %+v", hs, want)
 	}
@@ -400,7 +401,7 @@ func TestKernelEvidenceFresh(t *testing.T) {
 	}
 	h := testutil.StartHolder(t, "flock", p)
 	procLocksFor(t, dev, ino)
-	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []KernelHolder{{Pid: h.Pid, Comm: evComm, How: "flock"}}) {
+	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []verdict.KernelHolder{{Pid: h.Pid, Comm: evComm, How: "flock"}}) {
 		t.Errorf("Fresh: Holders = %+v, want pid %d by flock", hs, h.Pid)
 	}
 	if hs, _ := once.Holders(dev, ino); len(hs) != 0 {
@@ -445,7 +446,7 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "verdict.test")
+	bin := filepath.Join(dir, "kernel.test")
 	copyExecutable(t, exe, bin)
 
 	free, locked, open := filepath.Join(dir, "free.lock"), filepath.Join(dir, "locked.lock"), filepath.Join(dir, "open.lock")
@@ -489,10 +490,10 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 	}
 	for i, r := range []struct {
 		what string
-		want []KernelHolder
+		want []verdict.KernelHolder
 	}{
 		{"a file nobody holds", nil},
-		{"a file root's process flocks", []KernelHolder{{Pid: lk.Pid, Comm: evComm, How: "flock"}}},
+		{"a file root's process flocks", []verdict.KernelHolder{{Pid: lk.Pid, Comm: evComm, How: "flock"}}},
 		{fmt.Sprintf("a file root's process (pid %d) only has open", op.Pid), nil},
 	} {
 		res := got[qs[i]]
@@ -573,8 +574,8 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 	}
 
 	host := LocalHost()
-	j := &Judge{Host: host, Probe: KernelProbe{}, Evidence: seenButHidden{&KernelEvidence{}}}
-	judgeAt := func(name string) Result {
+	j := &verdict.Judge{Host: host, Probe: KernelProbe{}, Evidence: seenButHidden{&KernelEvidence{}}}
+	judgeAt := func(name string) verdict.Result {
 		t.Helper()
 		l, err := scan.ReadOne(dir, name)
 		if err != nil || l == nil {
@@ -583,24 +584,24 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 		r := j.Judge(l)
 		// A gathering made incomplete by a process exiting mid-read
 		// (TestKernelEvidenceCompleteWhileProcessesExit): ask again.
-		for i := 0; i < 20 && r.Seen == SeenPartial && os.Geteuid() == 0; i++ {
-			j = &Judge{Host: host, Probe: KernelProbe{}, Evidence: seenButHidden{&KernelEvidence{}}}
+		for i := 0; i < 20 && r.Seen == verdict.SeenPartial && os.Geteuid() == 0; i++ {
+			j = &verdict.Judge{Host: host, Probe: KernelProbe{}, Evidence: seenButHidden{&KernelEvidence{}}}
 			r = j.Judge(l)
 		}
 		return r
 	}
 	for _, tc := range []struct {
 		name   string
-		want   Verdict
+		want   verdict.Verdict
 		reason string
-		seen   Seen
+		seen   verdict.Seen
 	}{
-		{"empty.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); flock held by pid %d (%s)", fl.Pid, evComm), SeenNothing},
-		{"zero.lock", Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.Pid, evComm), SeenNothing},
-		{"dir.lock", Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.Pid, evComm), SeenNothing},
-		{"posix.lock", Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.Pid, evComm), SeenNothing},
-		{"free.lock", Ownerless, "the lock file is empty: no owner was recorded", SeenComplete},
-		{"freedir.lock", Ownerless, "the lock directory is empty and there is no holder file beside it", SeenComplete},
+		{"empty.lock", verdict.Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); flock held by pid %d (%s)", fl.Pid, evComm), verdict.SeenNothing},
+		{"zero.lock", verdict.Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.Pid, evComm), verdict.SeenNothing},
+		{"dir.lock", verdict.Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.Pid, evComm), verdict.SeenNothing},
+		{"posix.lock", verdict.Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.Pid, evComm), verdict.SeenNothing},
+		{"free.lock", verdict.Ownerless, "the lock file is empty: no owner was recorded", verdict.SeenComplete},
+		{"freedir.lock", verdict.Ownerless, "the lock directory is empty and there is no holder file beside it", verdict.SeenComplete},
 	} {
 		r := judgeAt(tc.name)
 		if r.Verdict != tc.want || r.Reason != tc.reason {
@@ -609,7 +610,7 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 		if os.Geteuid() == 0 && r.Seen != tc.seen {
 			t.Errorf("Judge(%s).Seen = %v, want %v", tc.name, r.Seen, tc.seen)
 		}
-		if tc.want == Live && (len(r.Remove) > 0 || r.Caveat != "") {
+		if tc.want == verdict.Live && (len(r.Remove) > 0 || r.Caveat != "") {
 			t.Errorf("Judge(%s) = live with Remove %v, Caveat %q", tc.name, r.Remove, r.Caveat)
 		}
 	}

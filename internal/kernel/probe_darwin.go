@@ -1,9 +1,10 @@
 //go:build darwin
 
-package verdict
+package kernel
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"time"
 	"unsafe"
@@ -18,10 +19,10 @@ import (
 type KernelProbe struct{}
 
 // Probe implements Probe.
-func (KernelProbe) Probe(pid int) Proc {
+func (KernelProbe) Probe(pid int) verdict.Proc {
 	if pid <= 0 {
 		// kill(0) and kill(-1) address process groups: never ask.
-		return Proc{State: StateUnknown, Err: errNotPid(pid)}
+		return verdict.Proc{State: verdict.StateUnknown, Err: errNotPid(pid)}
 	}
 	var b []byte
 	err := retry(func() (err error) {
@@ -33,7 +34,7 @@ func (KernelProbe) Probe(pid int) Proc {
 
 // Namesakes implements PidSpace: macOS has no pid namespaces, so no
 // process has a pid other than the one this reader sees.
-func (KernelProbe) Namesakes() (map[int][]Namesake, error) { return nil, nil }
+func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) { return nil, nil }
 
 // NamespaceInUse implements PidSpace. macOS has one pid space, which lockctl
 // records as "-"; any other namespace was not written here.
@@ -47,7 +48,7 @@ func (KernelProbe) NamespaceInUse(ns string) (bool, error) {
 // LocalHost reads the facts of this Mac: its name, kern.bootsessionuuid
 // and kern.boottime. A fact it cannot read is left zero, and the verdicts
 // that need it stay on the held side.
-func LocalHost() Host {
+func LocalHost() verdict.Host {
 	name, _ := os.Hostname()
 	session, _ := unix.Sysctl("kern.bootsessionuuid")
 	var boot time.Time

@@ -1,10 +1,11 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestProbeForeignProc(t *testing.T) {
 	out := probeSelfUnder(t, "--pid", "--fork", "{}")
 	var got struct {
 		Pid      int
-		State    State
+		State    verdict.State
 		HasStart bool `json:"has_start"`
 		Comm     string
 		Complete bool
@@ -91,7 +92,7 @@ func TestProbeForeignProc(t *testing.T) {
 	if got.Pid != 1 {
 		t.Fatalf("the child is pid %d in its namespace, want 1: %s", got.Pid, out)
 	}
-	if got.State != StateRunning || got.HasStart {
+	if got.State != verdict.StateRunning || got.HasStart {
 		t.Errorf("Probe(itself) in a namespace with another's /proc = %s, with a start time %v (%s, %q), want running with no start time", out, got.HasStart, got.Comm, got.Err)
 	}
 	if got.Complete {
@@ -193,7 +194,7 @@ func TestScopeOfSandbox(t *testing.T) {
 	// Found, not merely left unsure: a look made incomplete by some other
 	// process (a sandbox's pid 1 may hide its root even from root) would
 	// keep the record held for the wrong reason.
-	used, complete := (&KernelEvidence{}).ScopeInUse(ScopeDigest(spoof, h.BootID, ns), h)
+	used, complete := (&KernelEvidence{}).ScopeInUse(verdict.ScopeDigest(spoof, h.BootID, ns), h)
 	if !used {
 		t.Errorf("a live sandbox's scope is in no pid namespace of this boot (complete look: %v): its record would read gone wherever the look is complete", complete)
 	}

@@ -1,10 +1,11 @@
 //go:build linux
 
-package verdict
+package kernel
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,7 +110,7 @@ func TestProbeLeaderExited(t *testing.T) {
 	pid := startLeaderExited(t, file)
 
 	p := KernelProbe{}.Probe(pid)
-	if p.State != StateRunning || !p.HasStart {
+	if p.State != verdict.StateRunning || !p.HasStart {
 		t.Errorf("Probe(%d) = %+v, want running with a start time: only its main thread has exited", pid, p)
 	}
 	if exited(pid) {

@@ -1,0 +1,18 @@
+// Package kernel is lockctl's access to the running kernel: KernelProbe
+// (is this pid running, since when, and in which pid namespaces), the
+// kernel evidence of who holds a file (KernelEvidence: /proc/locks and
+// every process's open files), and LocalHost (this machine, boot and pid
+// namespace). It implements verdict's Probe, PidSpace, Evidence, LockTable
+// and ScopeWitness, and holds every per-OS file of that work, as
+// go-internal's lockedfile/internal/filelock sits under lockedfile: verdict
+// keeps the rules and never touches the kernel.
+//
+// Nothing here forks (no ps, lsof or fuser). Every answer that is not the
+// kernel's own word is a doubt, which the verdicts read as held.
+package kernel
+
+import "fmt"
+
+// errNotPid is why a probe never asks about pid: kill(0) and kill(-1)
+// address process groups.
+func errNotPid(pid int) error { return fmt.Errorf("pid %d is not a process id", pid) }
