@@ -1,6 +1,6 @@
 //go:build linux
 
-package fsx_test
+package e2e
 
 import (
 	"bufio"

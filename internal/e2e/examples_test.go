@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // and sh for the CI step. lockctl itself is this test binary, which
 // testscript.Main has put on $PATH under that name.
 
-const examples = "docs/examples"
+const examples = "../../docs/examples"
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
@@ -34,13 +34,13 @@ func needTool(t *testing.T, name string) string {
 	return p
 }
 
+// lockctlBin is the lockctl binary, put first on $PATH for the rest of the
+// test, where the examples run it by name.
 func lockctlBin(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("lockctl")
-	if err != nil {
-		t.Fatalf("lockctl is not on $PATH (testscript.Main puts it there): %v", err)
-	}
-	return p
+	bin := lcBinary(t)
+	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return bin
 }
 
 // registry makes a registry with one gone lock and one live one, and
@@ -101,7 +101,7 @@ func TestExampleSystemdUnits(t *testing.T) {
 	if err := os.MkdirAll(man1, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, "docs/lockctl.1", filepath.Join(man1, "lockctl.1"), 0o644)
+	copyFile(t, "../../docs/lockctl.1", filepath.Join(man1, "lockctl.1"), 0o644)
 
 	cmd := exec.Command(analyze, "verify", "lockctl-textfile.service", "lockctl-textfile.timer")
 	cmd.Dir = dir

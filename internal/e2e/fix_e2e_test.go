@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // The first done-when of issue 3 (doctor --fix), end to end through the
 // real CLI: a mixed registry of 190 gone locks in the three formats

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // The real binary on a kernel that refuses renameat2: a seccomp filter
 // makes every renameat2 fail with EINVAL, as NFS answers RENAME_NOREPLACE.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -319,8 +319,7 @@ func runAs(t *testing.T, c *exec.Cmd) ([]byte, int) {
 }
 
 // publicBin makes a 0755 directory outside the 0700 test temp dirs, so
-// that nobody can reach it, and puts the lockctl binary in it (this test
-// binary, which testscript.Main runs as lockctl by that name). It returns
+// that nobody can reach it, and puts the lockctl binary in it. It returns
 // both.
 func publicBin(t *testing.T) (dir, bin string) {
 	t.Helper()
@@ -332,12 +331,8 @@ func publicBin(t *testing.T) (dir, bin string) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin = filepath.Join(dir, "lockctl")
-	copyFile(t, self, bin, 0o755)
+	copyFile(t, lcBinary(t), bin, 0o755)
 	return dir, bin
 }
 

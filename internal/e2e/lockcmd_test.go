@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 // End-to-end tests of lockctl acquire, release and run: the real binary,
 // real processes, real signals. The binary is built once per test run.

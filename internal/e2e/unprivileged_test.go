@@ -1,0 +1,100 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/testutil"
+)
+
+// TestDoctorUnprivilegedSeesOtherUsersHolderLive runs lockctl as "nobody"
+// against a lock held by a live process of root's. kill(pid, 0) then fails
+// with EPERM, which means the process exists: the verdict must be live,
+// never gone. It re-runs this test binary, copied into a directory nobody
+// can reach, as lockctl.
+func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it starts a root-owned holder and runs lockctl as nobody")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+	if uid == 0 {
+		t.Skip("nobody is uid 0 here")
+	}
+
+	// Nobody must run the binary and read the registry.
+	dir, bin := publicBin(t)
+	reg := filepath.Join(dir, "reg")
+	if err := os.Mkdir(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	pid := testutil.Sleeper(t).Process.Pid
+	lock := filepath.Join(reg, "held.lock")
+	if err := os.WriteFile(lock, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "doctor", reg)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "NO_COLOR=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("lockctl doctor as nobody: %v\nstderr:\n%s", err, stderr.String())
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+
+	if code != cli.ExitOK {
+		t.Errorf("lockctl doctor as nobody exited %d, want %d (a live lock needs no attention)", code, cli.ExitOK)
+	}
+	wantHead := regexp.MustCompile(`(?m)^LIVE +` + regexp.QuoteMeta(lock) + `$`)
+	if !wantHead.MatchString(stdout.String()) {
+		t.Errorf("lockctl doctor as nobody: no LIVE line for %s", lock)
+	}
+	// The reason proves the EPERM path was taken, not some other way to
+	// "running".
+	wantWhy := fmt.Sprintf("pid %d (sleep) is running as another user", pid)
+	if !strings.Contains(stdout.String(), wantWhy) {
+		t.Errorf("lockctl doctor as nobody: stdout lacks %q", wantWhy)
+	}
+	if !strings.Contains(stdout.String(), "1 lock: 1 live") {
+		t.Errorf("lockctl doctor as nobody: summary is not %q", "1 lock: 1 live")
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("lockctl doctor as nobody: stderr = %q, want empty", stderr.String())
+	}
+	if b, err := os.ReadFile(lock); err != nil || string(b) != strconv.Itoa(pid)+"\n" {
+		t.Errorf("lock after doctor = %q, %v; want it untouched", b, err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string, perm fs.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, perm); err != nil {
+		t.Fatal(err)
+	}
+}
