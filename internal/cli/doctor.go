@@ -232,12 +232,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
-// unwrapPath drops the *fs.PathError wrapper, whose path the message
-// already names, quoted.
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}

@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"bufio"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/fsx"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -85,89 +80,16 @@ func (f reportForm) write(stdout io.Writer, rep *report.Report) error {
 	return writeFileAtomic(f.output, render)
 }
 
-// writeFileAtomic writes what render produces to path so that a reader of
-// path sees the whole previous file or the whole new one, never a part, and
-// never an empty file.
-//
-// render writes to a new temporary file in path's directory, created with
-// O_EXCL (so it is never someone else's file) and named ".<base>.tmp-<hex>",
-// which matches no "*.prom" glob: node_exporter's textfile collector never
-// reads it. The file is flushed, fsynced and closed, then renamed over path;
-// the directory is then fsynced, as far as the file system allows. On any
-// error before the rename, the temporary file is removed and path is left
-// as it was.
-//
-// The new file gets mode 0666 less the umask, as a shell redirection would;
-// path's old mode and owner are not kept, and if path is a symbolic link,
-// the link itself is replaced. Two runs writing the same path at once each
-// publish a complete file; the later rename wins. A process killed (SIGKILL)
-// between creating the temporary file and the rename leaves it behind;
-// nothing else does.
-func writeFileAtomic(path string, render func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, tmp, err := createExclusive(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("cannot create a temporary file in %s: %w", report.ShellQuote(dir), unwrapPath(err))
+// writeFileAtomic is fsx.WriteFileAtomic, its errors naming their paths
+// quoted for the shell.
+func writeFileAtomic(path string, render func(io.Writer) error) error {
+	err := fsx.WriteFileAtomic(path, render)
+	var we *fsx.WriteError
+	switch {
+	case !errors.As(err, &we):
+		return err
+	case we.Op == "rename":
+		return fmt.Errorf("cannot rename %s to %s: %w", report.ShellQuote(we.From), report.ShellQuote(we.Path), we.Err)
 	}
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 64<<10)
-	// Errors name path, the file being written: the temporary file is gone
-	// by the time anyone reads the message.
-	if err := render(bw); err != nil {
-		return fmt.Errorf("cannot write %s: %w", report.ShellQuote(path), unwrapPath(err))
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", report.ShellQuote(path), unwrapPath(err))
-	}
-	// The order is the argument: the bytes are on disk before the rename
-	// publishes them, so a crash cannot leave path renamed but empty.
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("cannot sync %s: %w", report.ShellQuote(path), unwrapPath(err))
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot write %s: %w", report.ShellQuote(path), unwrapPath(err))
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot rename %s to %s: %w", report.ShellQuote(tmp), report.ShellQuote(path), linkErr(err))
-	}
-	// Make the rename itself durable. Some file systems cannot sync a
-	// directory; the file is in place either way, so this is best effort.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// createExclusive creates a new file dir/prefix<random hex> with O_EXCL,
-// retrying with another name if one exists.
-func createExclusive(dir, prefix string) (*os.File, string, error) {
-	var b [6]byte
-	for try := 0; ; try++ {
-		rand.Read(b[:])
-		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) && try < 100 {
-			continue
-		}
-		return f, name, err
-	}
-}
-
-// linkErr drops the *os.LinkError wrapper, whose paths the message already
-// names, quoted.
-func linkErr(err error) error {
-	if le, ok := err.(*os.LinkError); ok {
-		return le.Err
-	}
-	return err
+	return fmt.Errorf("cannot %s %s: %w", we.Op, report.ShellQuote(we.Path), we.Err)
 }

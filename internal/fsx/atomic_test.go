@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package fsx_test
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lockctl/lockctl/internal/fsx"
 )
 
 // dirEntries lists the names in dir, so a test can see that nothing but
@@ -71,7 +73,7 @@ func TestWriteFileAtomic(t *testing.T) {
 				}
 				want = old
 			}
-			err := writeFileAtomic(path, func(w io.Writer) error {
+			err := fsx.WriteFileAtomic(path, func(w io.Writer) error {
 				n := len(newBody)
 				if tt.failAt >= 0 {
 					n = tt.failAt
@@ -94,11 +96,11 @@ func TestWriteFileAtomic(t *testing.T) {
 			})
 			if tt.wantErr {
 				if !errors.Is(err, fail) {
-					t.Fatalf("writeFileAtomic = %v, want the render error", err)
+					t.Fatalf("WriteFileAtomic = %v, want the render error", err)
 				}
 			} else {
 				if err != nil {
-					t.Fatalf("writeFileAtomic = %v", err)
+					t.Fatalf("WriteFileAtomic = %v", err)
 				}
 				want = newBody
 			}
@@ -124,12 +126,12 @@ func TestWriteFileAtomicRenameFails(t *testing.T) {
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := writeFileAtomic(target, func(w io.Writer) error {
+	err := fsx.WriteFileAtomic(target, func(w io.Writer) error {
 		_, err := io.WriteString(w, "x 1\n")
 		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "cannot rename") {
-		t.Fatalf("writeFileAtomic over a directory = %v, want a rename error", err)
+		t.Fatalf("WriteFileAtomic over a directory = %v, want a rename error", err)
 	}
 	if got := strings.Join(dirEntries(t, dir), " "); got != "out.prom" {
 		t.Errorf("the directory holds %q, want only out.prom", got)
@@ -140,9 +142,9 @@ func TestWriteFileAtomicRenameFails(t *testing.T) {
 // names it, and nothing is created.
 func TestWriteFileAtomicNoDirectory(t *testing.T) {
 	dir := t.TempDir()
-	err := writeFileAtomic(filepath.Join(dir, "none", "out.prom"), func(w io.Writer) error { return nil })
+	err := fsx.WriteFileAtomic(filepath.Join(dir, "none", "out.prom"), func(w io.Writer) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "cannot create a temporary file in "+filepath.Join(dir, "none")+": no such file or directory") {
-		t.Fatalf("writeFileAtomic into a missing directory = %v", err)
+		t.Fatalf("WriteFileAtomic into a missing directory = %v", err)
 	}
 	if got := dirEntries(t, dir); len(got) != 0 {
 		t.Errorf("the directory holds %q, want nothing", got)
@@ -156,7 +158,7 @@ func TestWriteFileAtomicMode(t *testing.T) {
 	mask := syscall.Umask(0o022)
 	defer syscall.Umask(mask)
 	path := filepath.Join(t.TempDir(), "out.prom")
-	if err := writeFileAtomic(path, func(w io.Writer) error { return nil }); err != nil {
+	if err := fsx.WriteFileAtomic(path, func(w io.Writer) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
