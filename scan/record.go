@@ -96,6 +96,25 @@ func field(f Format, line, key string, n int) (string, error) {
 	return v, nil
 }
 
+// registryHolder reads the four lines both registry generations begin
+// with: token, pid, command and host, in that order.
+func registryHolder(f Format, ls []string) (Holder, error) {
+	var h Holder
+	vals := make([]string, 4)
+	for i, key := range []string{"token", "pid", "command", "host"} {
+		var err error
+		if vals[i], err = field(f, ls[i], key, i+1); err != nil {
+			return h, err
+		}
+	}
+	h.Token, h.PidText, h.Command, h.Host = vals[0], vals[1], vals[2], vals[3]
+	var ok bool
+	if h.Pid, ok = parsePid(h.PidText); !ok {
+		return h, malformed(f, "the pid is not a number")
+	}
+	return h, nil
+}
+
 // ParseRegistryA parses a generation A holder record: exactly the four lines
 // token, pid, command and host, in that order. The token, when not empty,
 // is <host>.<pid>.<epoch-seconds>.<32 lowercase hex>, and its host and pid
@@ -109,17 +128,9 @@ func ParseRegistryA(b []byte) (*Holder, error) {
 	if len(ls) != 4 {
 		return nil, malformed(f, "%d lines, want 4 (token, pid, command, host)", len(ls))
 	}
-	var h Holder
-	vals := make([]string, 4)
-	for i, key := range []string{"token", "pid", "command", "host"} {
-		if vals[i], err = field(f, ls[i], key, i+1); err != nil {
-			return nil, err
-		}
-	}
-	h.Token, h.PidText, h.Command, h.Host = vals[0], vals[1], vals[2], vals[3]
-	var ok bool
-	if h.Pid, ok = parsePid(h.PidText); !ok {
-		return nil, malformed(f, "the pid is not a number")
+	h, err := registryHolder(f, ls)
+	if err != nil {
+		return nil, err
 	}
 	if h.Host == "" {
 		return nil, malformed(f, "the host is empty")
@@ -171,17 +182,9 @@ func ParseRegistryB(b []byte, nameToken string) (*Holder, error) {
 	if len(ls) < 4 || len(ls) > 6 {
 		return nil, malformed(f, "%d lines, want 4 to 6", len(ls))
 	}
-	var h Holder
-	vals := make([]string, 4)
-	for i, key := range []string{"token", "pid", "command", "host"} {
-		if vals[i], err = field(f, ls[i], key, i+1); err != nil {
-			return nil, err
-		}
-	}
-	h.Token, h.PidText, h.Command, h.Host = vals[0], vals[1], vals[2], vals[3]
-	var ok bool
-	if h.Pid, ok = parsePid(h.PidText); !ok {
-		return nil, malformed(f, "the pid is not a number")
+	h, err := registryHolder(f, ls)
+	if err != nil {
+		return nil, err
 	}
 	tpid, ok := ParseBToken(h.Token)
 	if !ok {

@@ -167,12 +167,18 @@ func acquireError(path string, err error) error {
 	return &exitCode{code: ExitAttention, err: err}
 }
 
-func acquireAction(c *cli.Context) error {
+// lockAndHolder reads acquire's and release's LOCK and holder pid.
+func lockAndHolder(c *cli.Context) (string, int, error) {
 	path, err := lockPathArg(c, 1)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
 	pid, err := holderPid(c)
+	return path, pid, err
+}
+
+func acquireAction(c *cli.Context) error {
+	path, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
 	}
@@ -187,11 +193,7 @@ func acquireAction(c *cli.Context) error {
 }
 
 func releaseAction(c *cli.Context) error {
-	path, err := lockPathArg(c, 1)
-	if err != nil {
-		return err
-	}
-	pid, err := holderPid(c)
+	path, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
 	}
