@@ -1,0 +1,265 @@
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockctl/lockctl/scan"
+)
+
+// Judging side files: breaks and releases under way or abandoned, records
+// being published, and the unpublished builds of lockctl's acquirers.
+
+// debris lists the steps that remove the abandoned builds beside l: an
+// unpublished build can only ever be published by the process that made
+// it, so once that process is gone it is inert.
+func (j *Judge) debris(l *scan.Lock) []Step {
+	var steps []Step
+	for _, c := range l.Claims {
+		// The build directory is the side file itself; its record, read or
+		// not (past the read limit), is not needed: the name says its maker.
+		sub, _, _ := strings.Cut(c.Record.File, "/")
+		if c.Kind != scan.ClaimBuild || !c.Maker {
+			continue
+		}
+		if p := j.probeSide(l, c); p.State == StateAbsent || p.State == StateZombie {
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
+	}
+	return steps
+}
+
+// claimed judges a lock with no holder but with claims or staging beside it:
+// a break or release under way, or abandoned. It also judges side files
+// whose lock no longer exists.
+func (j *Judge) claimed(r Result) Result {
+	l := r.Lock
+	if l.Kind == scan.KindMissing {
+		builds, waiting := 0, 0
+		for _, c := range l.Claims {
+			if c.Kind == scan.ClaimBuild {
+				builds++
+				if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
+					waiting++
+				}
+			}
+		}
+		if builds == len(l.Claims) {
+			// No lock, only locks being built: by acquirers waiting for it,
+			// or debris of ones that are gone (Result.Debris).
+			r.Verdict = Claimed
+			r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds, plural(builds, "build", "builds"), waiting, builds-waiting)
+			for _, c := range l.Claims {
+				if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
+					r.Modified = c.Record.Info.Mtime
+				}
+			}
+			return r
+		}
+	}
+	var claims []scan.Claim
+	for _, c := range l.Claims {
+		if l.Kind != scan.KindMissing && (c.Kind != scan.ClaimBreak && c.Kind != scan.ClaimRelease || !belongs(l, c)) {
+			continue
+		}
+		claims = append(claims, c)
+		if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
+			r.Modified = c.Record.Info.Mtime
+		}
+	}
+	r.Verdict = Claimed
+	if len(claims) != 1 {
+		return j.claimedMany(r, claims)
+	}
+	c := claims[0]
+	by := j.probeSide(l, c)
+	var rec judged
+	switch {
+	case c.Record.Err != nil:
+		rec = j.record(l, &c.Record)
+	default:
+		rec = j.claimedRecord(l, c)
+	}
+	r.Holder = c.Record.Holder
+	r.Started = rec.started
+	what := map[scan.ClaimKind]string{scan.ClaimBreak: "a break", scan.ClaimRelease: "a release", scan.ClaimPublish: "a publish", scan.ClaimHolder: "a release", scan.ClaimBuild: "an acquire"}[c.Kind]
+	state := fmt.Sprintf("%s of %s by %s", what, quoteName(c.Record.File), byWord(c.By, by))
+	record := fmt.Sprintf("the record it holds is %s (%s)", rec.v, rec.reason)
+	missing := ""
+	if l.Kind == scan.KindMissing {
+		missing = "the lock itself is gone; "
+	}
+	claimPath := filepath.Join(l.Dir, c.Record.File)
+	switch by.State {
+	case StateRunning, StateUnknown:
+		r.Reason = fmt.Sprintf("%s%s is under way or its maker cannot be checked; %s", missing, state, record)
+		return r
+	}
+	r.Reason = fmt.Sprintf("%s%s was abandoned; %s", missing, state, record)
+	// An unpublished build whose maker is gone is inert, whatever the
+	// record it holds says. (An abandoned release is not: its holder, if
+	// alive, never learnt that it released, and still holds the lock.)
+	intent := c.Maker && c.Kind == scan.ClaimBuild
+	// A release that got as far as removing the lock is complete but for
+	// its claim: with no lock left, removing the claim takes nothing.
+	intent = intent || c.Maker && c.Kind == scan.ClaimRelease && l.Kind == scan.KindMissing
+	switch {
+	case rec.v == Gone || intent:
+		if l.Kind == scan.KindDir && c.Kind != scan.ClaimPublish && c.Kind != scan.ClaimBuild {
+			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
+		}
+		r.Remove = append(r.Remove, Step{Op: OpRemove, Path: claimPath})
+		if sub := filepath.Dir(c.Record.File); sub != "." {
+			// A record that was never published, in the directory it
+			// was built in (<lock>.pub.<token>/holder).
+			r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
+	case rec.v == Live && (c.Kind == scan.ClaimBreak || c.Kind == scan.ClaimRelease && c.Maker):
+		// A break, or a release by a releaser named apart from the holder,
+		// abandoned with the holder alive: the record goes back, and the
+		// holder holds its lock again.
+		if to := restoreTarget(l, c); to != "" {
+			r.Remove = []Step{{Op: OpRestore, Path: claimPath, To: to}}
+		} else {
+			r.Reason += "; it cannot be put back because the lock is gone: its holder may believe it still holds the lock"
+		}
+	case rec.v == Live && l.Kind == scan.KindMissing:
+		r.Reason += "; the lock was removed while its holder runs, so that holder may believe it still holds the lock"
+	}
+	return r
+}
+
+// claimedMany judges a lock with several claims or staging files and no
+// holder (two releases or breaks that both died, say). When every maker is
+// gone and every record claimed is gone too, nothing is left to protect:
+// the lock and all the side files can go. Otherwise it is left to a person,
+// saying why.
+func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
+	l := r.Lock
+	var parts []string
+	done := len(claims) > 0
+	var steps []Step
+	for _, c := range claims {
+		parts = append(parts, j.sideNote(l, c))
+		by := j.probeSide(l, c)
+		makerGone := by.State == StateAbsent || by.State == StateZombie
+		if c.Kind == scan.ClaimBuild && c.Maker {
+			// A build is debris once its maker is gone, whatever its record.
+			done = done && makerGone
+			sub, _, _ := strings.Cut(c.Record.File, "/")
+			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+			continue
+		}
+		var rec judged
+		if c.Record.Err != nil || c.Record.Holder == nil {
+			rec = j.record(l, &c.Record)
+		} else {
+			rec = j.claimedRecord(l, c)
+		}
+		if !makerGone || rec.v != Gone {
+			done = false
+			parts[len(parts)-1] += fmt.Sprintf(", holding a record that is %s", rec.v)
+		}
+		steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, c.Record.File)})
+		if sub := filepath.Dir(c.Record.File); sub != "." {
+			steps = append(steps, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
+		}
+	}
+	if !done {
+		r.Reason = fmt.Sprintf("%d side files and no holder: %s; resolve them by hand", len(claims), strings.Join(parts, "; "))
+		return r
+	}
+	r.Reason = fmt.Sprintf("%d side files, all abandoned by makers that are gone and all holding records of holders that are gone: %s", len(claims), strings.Join(parts, "; "))
+	if l.Kind == scan.KindDir {
+		r.Remove = append(r.Remove, Step{Op: OpRmdir, Path: l.Path})
+	}
+	r.Remove = append(r.Remove, steps...)
+	return r
+}
+
+// claimedRecord judges the holder record a claim holds. A record of a gone
+// holder that a running process still flocks (a pid file claimed by a
+// break) is in use: live, so it goes back rather than away.
+func (j *Judge) claimedRecord(l *scan.Lock, c scan.Claim) judged {
+	rec := j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
+	if rec.v == Gone {
+		if by, ok := j.lockedBy(c.Record.Info); ok {
+			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+		}
+	}
+	return rec
+}
+
+// unreadable reports whether a side file could not be read at all (as
+// opposed to read and found malformed).
+func unreadable(r scan.Record) bool {
+	var fe *scan.FormatError
+	return r.Err != nil && !errors.As(r.Err, &fe)
+}
+
+// belongs reports whether claim c can be about lock directory l. A claim
+// holds a record written after its lock directory was made; one older than
+// the directory was left by a break or release of an earlier lock at this
+// path (whose directory is long gone), and finishing it would remove a
+// directory made since by someone else.
+func belongs(l *scan.Lock, c scan.Claim) bool {
+	return l.Kind != scan.KindDir || !c.Record.Info.Mtime.Before(l.Info.Created())
+}
+
+// restoreTarget is where a claimed record goes back to, or "" if it cannot.
+func restoreTarget(l *scan.Lock, c scan.Claim) string {
+	switch c.Record.Format() {
+	case scan.FormatRegistryA:
+		if l.Kind == scan.KindDir {
+			return l.Path + ".holder"
+		}
+	case scan.FormatRegistryB:
+		if l.Kind == scan.KindDir && c.Record.Holder != nil {
+			return filepath.Join(l.Path, "holder."+c.Record.Holder.Token)
+		}
+	case scan.FormatLockctl:
+		if l.Kind == scan.KindDir {
+			return filepath.Join(l.Path, "holder")
+		}
+	default:
+		if l.Kind == scan.KindMissing {
+			return l.Path
+		}
+	}
+	return ""
+}
+
+// probeSide asks about the process a side file names (its maker, or for a
+// file named by a holder's token, that holder) in the pid namespace it is
+// of: the one its name or record gives, this one for a generation B token
+// whose record has this host's scope, or, where nothing says, any.
+func (j *Judge) probeSide(l *scan.Lock, c scan.Claim) Proc {
+	if c.By <= 0 || c.By > j.Host.PidMax {
+		return Proc{State: StateUnknown, Err: errors.New("the file name carries no usable pid")}
+	}
+	ns := c.NS
+	if h := c.Record.Holder; ns == "" && !c.Maker && h != nil && h.Scope != "" && h.Scope == j.Host.Scope {
+		ns = j.Host.PidNS
+	}
+	return j.probeIn(c.By, ns, l.FS.Remote)
+}
+
+func (j *Judge) sideNote(l *scan.Lock, c scan.Claim) string {
+	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeSide(l, c)))
+}
+
+func byWord(pid int64, p Proc) string {
+	switch {
+	case pid <= 0:
+		return "an unnamed process"
+	case p.State == StateRunning:
+		return fmt.Sprintf("pid %d (running)", pid)
+	case p.State == StateZombie:
+		return fmt.Sprintf("pid %d (a zombie)", pid)
+	case p.State == StateAbsent:
+		return fmt.Sprintf("pid %d (not running)", pid)
+	}
+	return fmt.Sprintf("pid %d (state unknown)", pid)
+}
