@@ -371,10 +371,52 @@ func (f *Fixer) rollback(claim, to place, why string) Outcome {
 // or removes the lock and the claim when that holder is gone too.
 func (f *Fixer) finish(res verdict.Result) Outcome {
 	l := res.Lock
-	// The side files the remedy resolves: one to put back, or every one
-	// it removes.
-	var restoreTo string
-	var targets []*scan.Claim
+	restoreTo, targets, ok := sidesToResolve(res)
+	if !ok {
+		return kept("cannot tell which side file to resolve")
+	}
+	f.hook(BeforeOpen, l)
+	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	if err != nil {
+		return kept("cannot open the registry directory: %v", err)
+	}
+	defer fsx.Close(dfd)
+	sc := &sideClaims{f: f, l: l, dfd: dfd}
+	defer sc.close()
+	if restoreTo != "" {
+		from, sub, err := sc.open(targets[0])
+		if err != nil {
+			return kept("cannot open the side file's directory: %v", err)
+		}
+		if sub != nil {
+			defer fsx.Close(from.fd)
+		}
+		return f.restore(l, *targets[0], from, restoreTo)
+	}
+	if out := sc.claimAll(targets); out != nil {
+		return *out
+	}
+	f.hook(BeforeJudge, l)
+	again := *l
+	again.Holders = nil
+	again.Claims = nil
+	for _, h := range sc.hs {
+		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Maker: h.c.Maker, NS: h.c.NS, Record: h.rec})
+	}
+	r := f.Judge.Judge(&again)
+	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
+		return sc.back("judged again, it is not abandoned with every claimed holder gone: %s", r.Reason)
+	}
+	f.hook(BeforeRemove, l)
+	return sc.remove(res, targets)
+}
+
+// sidesToResolve finds the side files a claimed lock's remedy resolves: one
+// to put back (restoreTo is where), or every one it removes. ok is false
+// when a step names no side file of the lock, or a record that could not be
+// read.
+func sidesToResolve(res verdict.Result) (restoreTo string, targets []*scan.Claim, ok bool) {
+	l := res.Lock
 	for _, s := range res.Remove {
 		if s.Op != verdict.OpRestore && s.Op != verdict.OpRemove {
 			continue
@@ -389,117 +431,114 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 			}
 		}
 		if c == nil || c.Record.Holder == nil {
-			return kept("cannot tell which side file to resolve")
+			return "", nil, false
 		}
 		targets = append(targets, c)
 	}
-	if len(targets) == 0 || restoreTo != "" && len(targets) != 1 {
-		return kept("cannot tell which side file to resolve")
-	}
-	f.hook(BeforeOpen, l)
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
-	if err != nil {
-		return kept("cannot open the registry directory: %v", err)
-	}
-	defer fsx.Close(dfd)
+	return restoreTo, targets, len(targets) > 0 && (restoreTo == "" || len(targets) == 1)
+}
 
-	// held is one side file this sweeper has claimed: where it was, where
-	// it is now, and the directory an unpublished record was built in.
-	type held struct {
-		c    *scan.Claim
-		from place
-		mine place
-		rec  scan.Record
-		sub  *place
-	}
-	var hs []held
-	open := func(c *scan.Claim) (from place, sub *place, err error) {
-		from = place{dfd, l.Dir, c.Record.File}
-		if d := filepath.Dir(c.Record.File); d != "." {
-			sfd, err := fsx.OpenDirAt(dfd, l.Dir, d)
-			if err != nil {
-				return place{}, nil, err
-			}
-			from = place{sfd, filepath.Join(l.Dir, d), filepath.Base(c.Record.File)}
-			sub = &place{dfd, l.Dir, d}
-		}
-		return from, sub, nil
-	}
-	defer func() {
-		for _, h := range hs {
-			if h.sub != nil {
-				fsx.Close(h.from.fd)
-			}
-		}
-	}()
-	if restoreTo != "" {
-		from, sub, err := open(targets[0])
+// sideClaims are the abandoned side files of one lock that a sweeper has
+// claimed for itself, in the order it claimed them. It is not safe for
+// concurrent use.
+type sideClaims struct {
+	f   *Fixer
+	l   *scan.Lock
+	dfd int
+	hs  []heldSide
+}
+
+// heldSide is one side file claimed: where it was, where it is now, and
+// the directory an unpublished record was built in.
+type heldSide struct {
+	c    *scan.Claim
+	from place
+	mine place
+	rec  scan.Record
+	sub  *place
+}
+
+// open finds where side file c is: beside the lock, or (an unpublished
+// record) inside its build directory, which sub then names.
+func (sc *sideClaims) open(c *scan.Claim) (from place, sub *place, err error) {
+	from = place{sc.dfd, sc.l.Dir, c.Record.File}
+	if d := filepath.Dir(c.Record.File); d != "." {
+		sfd, err := fsx.OpenDirAt(sc.dfd, sc.l.Dir, d)
 		if err != nil {
-			return kept("cannot open the side file's directory: %v", err)
+			return place{}, nil, err
 		}
-		if sub != nil {
-			defer fsx.Close(from.fd)
-		}
-		return f.restore(l, *targets[0], from, restoreTo)
+		from = place{sfd, filepath.Join(sc.l.Dir, d), filepath.Base(c.Record.File)}
+		sub = &place{sc.dfd, sc.l.Dir, d}
 	}
-	// Put back, newest first, every side file claimed so far.
-	back := func(format string, args ...any) Outcome {
-		why := fmt.Sprintf(format, args...)
-		out := kept("%s; the side files were put back", why)
-		for i := len(hs) - 1; i >= 0; i-- {
-			if o := f.rollback(hs[i].mine, hs[i].from, why); o.Conflict != "" {
-				out = o
-			}
+	return from, sub, nil
+}
+
+func (sc *sideClaims) close() {
+	for _, h := range sc.hs {
+		if h.sub != nil {
+			fsx.Close(h.from.fd)
 		}
-		return out
 	}
-	// Claim each abandoned side file ourselves, so that of several sweepers
-	// only one finishes them, and so that the lock directory they guard can
-	// only be removed by the one that holds them all.
+}
+
+// claimAll claims each abandoned side file for this sweeper, so that of
+// several sweepers only one finishes them, and so that the lock directory
+// they guard can only be removed by the one that holds them all. If one
+// cannot be claimed, those claimed so far go back.
+func (sc *sideClaims) claimAll(targets []*scan.Claim) *Outcome {
 	for _, c := range targets {
-		from, sub, err := open(c)
+		from, sub, err := sc.open(c)
 		if err != nil {
-			return back("cannot open the side file's directory: %v", err)
+			o := sc.back("cannot open the side file's directory: %v", err)
+			return &o
 		}
-		mine := place{dfd, l.Dir, f.claimName(l, "")}
-		rec, out := f.bind(l, c.Record, from, mine)
+		mine := place{sc.dfd, sc.l.Dir, sc.f.claimName(sc.l, "")}
+		rec, out := sc.f.bind(sc.l, c.Record, from, mine)
 		if out != nil {
 			if sub != nil {
 				fsx.Close(from.fd)
 			}
-			if len(hs) == 0 {
-				return *out
+			if len(sc.hs) == 0 {
+				return out
 			}
-			return back("%s", out.Reason)
+			o := sc.back("%s", out.Reason)
+			return &o
 		}
-		hs = append(hs, held{c: c, from: from, mine: mine, rec: rec, sub: sub})
+		sc.hs = append(sc.hs, heldSide{c: c, from: from, mine: mine, rec: rec, sub: sub})
 	}
-	f.hook(BeforeJudge, l)
-	again := *l
-	again.Holders = nil
-	again.Claims = nil
-	for _, h := range hs {
-		again.Claims = append(again.Claims, scan.Claim{Kind: h.c.Kind, By: h.c.By, Maker: h.c.Maker, NS: h.c.NS, Record: h.rec})
+	return nil
+}
+
+// back puts back, newest first, every side file claimed so far.
+func (sc *sideClaims) back(format string, args ...any) Outcome {
+	why := fmt.Sprintf(format, args...)
+	out := kept("%s; the side files were put back", why)
+	for i := len(sc.hs) - 1; i >= 0; i-- {
+		if o := sc.f.rollback(sc.hs[i].mine, sc.hs[i].from, why); o.Conflict != "" {
+			out = o
+		}
 	}
-	r := f.Judge.Judge(&again)
-	if r.Verdict != verdict.Claimed || len(r.Remove) == 0 || r.Remove[0].Op == verdict.OpRestore {
-		return back("judged again, it is not abandoned with every claimed holder gone: %s", r.Reason)
-	}
-	f.hook(BeforeRemove, l)
+	return out
+}
+
+// remove removes the lock directory where the remedy says to (if it is
+// still the one judged), then every claimed side file.
+func (sc *sideClaims) remove(res verdict.Result, targets []*scan.Claim) Outcome {
+	l := sc.l
 	if removesLock(res, l) {
-		cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+		cur, err := fsx.Lstatat(sc.dfd, l.Dir, l.Name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil || !l.Info.Same(cur):
-			return back("the lock directory changed while the claim was being finished")
+			return sc.back("the lock directory changed while the claim was being finished")
 		default:
-			if err := fsx.Unlinkat(dfd, l.Dir, l.Name, true); err != nil {
-				return back("cannot remove the lock directory: %v", err)
+			if err := fsx.Unlinkat(sc.dfd, l.Dir, l.Name, true); err != nil {
+				return sc.back("cannot remove the lock directory: %v", err)
 			}
 		}
 	}
 	var left []string
-	for _, h := range hs {
+	for _, h := range sc.hs {
 		if err := fsx.Unlinkat(h.mine.fd, h.mine.dir, h.mine.name, false); err != nil {
 			left = append(left, h.mine.path())
 		}
@@ -510,8 +549,8 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 		}
 	}
 	what := fmt.Sprintf("the abandoned %s", targets[0].Kind)
-	if len(hs) > 1 {
-		what = fmt.Sprintf("%d abandoned side files", len(hs))
+	if len(sc.hs) > 1 {
+		what = fmt.Sprintf("%d abandoned side files", len(sc.hs))
 	}
 	if len(left) > 0 {
 		return Outcome{Action: Removed, Reason: fmt.Sprintf("finished %s; but could not remove %s", what, strings.Join(left, ", "))}
