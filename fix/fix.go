@@ -347,13 +347,7 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 // anything that now stands there. If it cannot, the claim stays where it is,
 // named in the outcome as a conflict for a person to resolve.
 func (f *Fixer) rollback(claim, to place, why string) Outcome {
-	err := fsx.RenameNoReplace(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name)
-	if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
-		// link(2) never replaces either, on every file system.
-		if err = fsx.Linkat(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name); err == nil {
-			err = fsx.Unlinkat(claim.fd, claim.dir, claim.name, false)
-		}
-	}
+	err := fsx.MoveNoReplace(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name)
 	if err == nil {
 		return kept("%s; the record was put back", why)
 	}

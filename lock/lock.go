@@ -374,15 +374,9 @@ func (l *Lock) Release() error {
 	// The claim names this releaser apart from the holder, so that a
 	// release abandoned by a releaser that is gone can be finished.
 	claim := fmt.Sprintf("%s.rel.%s.%d", l.name, l.Holder.Token, os.Getpid())
-	err = fsx.RenameNoReplace(lfd, l.Path, "holder", dfd, l.dir, claim)
-	if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
-		// NFS and the like: link(2) never replaces either, on every file
-		// system. For a moment the record has both names; then only the
-		// claim's.
-		if err = fsx.Linkat(lfd, l.Path, "holder", dfd, l.dir, claim); err == nil {
-			err = fsx.Unlinkat(lfd, l.Path, "holder", false)
-		}
-	}
+	// On NFS and the like, a link and an unlink: for a moment the record
+	// has both names; then only the claim's.
+	err = fsx.MoveNoReplace(lfd, l.Path, "holder", dfd, l.dir, claim)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return &TakenOverError{Path: l.Path, Reason: "the record vanished: the lock was broken by someone else"}
@@ -391,12 +385,7 @@ func (l *Lock) Release() error {
 	}
 	l.at(ReleaseClaimed)
 	back := func(why string) error {
-		err := fsx.RenameNoReplace(dfd, l.dir, claim, lfd, l.Path, "holder")
-		if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
-			if err = fsx.Linkat(dfd, l.dir, claim, lfd, l.Path, "holder"); err == nil {
-				err = fsx.Unlinkat(dfd, l.dir, claim, false)
-			}
-		}
+		err := fsx.MoveNoReplace(dfd, l.dir, claim, lfd, l.Path, "holder")
 		if err != nil {
 			return fmt.Errorf("cannot release %s: %s, and the record could not be put back (%v): it is kept in %s", l.Path, why, err, filepath.Join(l.dir, claim))
 		}

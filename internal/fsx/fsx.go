@@ -111,3 +111,20 @@ type FS struct {
 	// and renameat2(RENAME_NOREPLACE) may be missing.
 	Remote bool
 }
+
+// MoveNoReplace moves the file old (in the directory open at olddirfd) to
+// new (in the one open at newdirfd), never replacing anything at new: with
+// RenameNoReplace, or, on a file system that cannot rename without
+// replacing (NFS), with link(2), which never replaces either, then an
+// unlink of old; for a moment the file has both names then. It fails with
+// fs.ErrExist if new exists. Only a file can be moved the second way (a
+// directory cannot be linked): use RenameNoReplace for directories.
+func MoveNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	err := RenameNoReplace(olddirfd, olddir, old, newdirfd, newdir, new)
+	if errors.Is(err, ErrNoReplaceUnsupported) {
+		if err = Linkat(olddirfd, olddir, old, newdirfd, newdir, new); err == nil {
+			err = Unlinkat(olddirfd, olddir, old, false)
+		}
+	}
+	return err
+}
