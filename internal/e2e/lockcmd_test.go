@@ -253,13 +253,12 @@ func (r *lcReaper) tryStart(env []string, args ...string) (*lcProc, error) {
 		return nil, err
 	}
 	p.pid = p.p.Pid
-	if ws, ok := r.loose[p.pid]; ok && r.reaped[p.pid] {
-		// Reaped before it was registered (it exited at once).
-		p.ws = ws
-		delete(r.loose, p.pid)
-		close(p.exited)
-		return p, nil
-	}
+	// The reaper records an exit only under r.mu, which is held from
+	// before the start until here: a status already in loose for this
+	// pid is an earlier process's (an orphan adopted and reaped before the
+	// kernel gave its number out again), never this one's.
+	delete(r.loose, p.pid)
+	delete(r.reaped, p.pid)
 	r.procs[p.pid] = p
 	return p, nil
 }
