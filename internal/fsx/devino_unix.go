@@ -7,9 +7,7 @@ import (
 	"syscall"
 )
 
-// DevIno returns the device and inode numbers of fi, from os.Stat or
-// os.Lstat, where the platform reports them.
-func DevIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
+func devIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, 0, false

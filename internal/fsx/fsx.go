@@ -128,3 +128,120 @@ func MoveNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new s
 	}
 	return err
 }
+
+// The calls below are the whole of fsx's system calls; each platform
+// implements them in its own file (fsx_linux.go, fsx_bsd.go, fsx_unix.go,
+// fsx_path.go for the rest), and their contract is here, once.
+
+// OpenRoot opens the directory at path, which the operator named. Symbolic
+// links in path itself are followed, because the operator chose them; nothing
+// below it is. The caller closes the descriptor.
+func OpenRoot(path string) (int, error) {
+	return openRoot(path)
+}
+
+// OpenDirAt opens the directory name inside dirfd without following a
+// symbolic link: a symlink there fails with ELOOP or ENOTDIR instead of
+// leading out of the registry. dir is dirfd's path, for messages only.
+func OpenDirAt(dirfd int, dir, name string) (int, error) {
+	return openDirAt(dirfd, dir, name)
+}
+
+// Close closes fd, ignoring EINTR as Linux requires.
+func Close(fd int) {
+	closeFd(fd)
+}
+
+// Linkat makes new in newdirfd a hard link to old in olddirfd without
+// following a symbolic link; it fails with EEXIST if new exists, on every
+// file system.
+func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	return linkat(olddirfd, olddir, old, newdirfd, newdir, new)
+}
+
+// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
+// directory name). It never follows a symbolic link.
+func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
+	return unlinkat(dirfd, dirPath, name, dir)
+}
+
+// OpenDirNoFollow opens the absolute directory path one component at a time
+// from "/", refusing a symbolic link at every step, so a link swapped into
+// the path since it was walked cannot redirect what happens inside it.
+func OpenDirNoFollow(path string) (int, error) {
+	return openDirNoFollow(path)
+}
+
+// MkdirAt makes the directory name inside dirfd.
+func MkdirAt(dirfd int, dir, name string, mode uint32) error {
+	return mkdirAt(dirfd, dir, name, mode)
+}
+
+// CreateAt creates the file name inside dirfd, which must not exist yet,
+// writes data to it, and fsyncs it before closing, so that after a power
+// loss the file holds data or does not exist. It returns the file's Stat.
+func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
+	return createAt(dirfd, dir, name, data, mode)
+}
+
+// Fsync flushes fd (a file or a directory) to stable storage.
+//
+// Where the platform offers no way to flush a directory, that is a no-op.
+func Fsync(fd int, path string) error {
+	return fsync(fd, path)
+}
+
+// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
+// without following a symbolic link and without blocking: a FIFO, socket or
+// device swapped in is refused (ErrNotRegular) after a non-blocking open that
+// cannot hang. It returns the bytes, the Stat of the very file that was read,
+// and whether the file held more than max bytes.
+func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
+	return readFileAtFd(dirfd, dir, name, max)
+}
+
+// Lstatat describes the entry name inside dirfd without following it.
+func Lstatat(dirfd int, dir, name string) (Stat, error) {
+	return lstatat(dirfd, dir, name)
+}
+
+// Fstat describes the open file fd. path is for messages only.
+func Fstat(fd int, path string) (Stat, error) {
+	return fstat(fd, path)
+}
+
+// ReadDirFunc calls f for each entry of the directory open at fd, from its
+// start, in kernel order, with its name and type. The name is only lent: it is valid
+// until f returns, and f must strings.Clone what it keeps. This lets a walk
+// skip the many names it does not care about without allocating them.
+func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+	return readDirFunc(fd, dir, f)
+}
+
+// RenameNoReplace renames old in olddirfd to new in newdirfd, failing with
+// EEXIST if anything, even an empty directory, stands at new. On a file
+// system without RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and
+// renames nothing.
+//
+// On macOS it is renameatx_np(RENAME_EXCL); on FreeBSD and every other
+// platform it always refuses with ErrNoReplaceUnsupported, renaming nothing
+// (docs/platforms.md).
+func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+	return renameNoReplace(olddirfd, olddir, old, newdirfd, newdir, new)
+}
+
+// FSOf reports the file system of the open directory fd.
+//
+// Where the platform cannot tell (not Linux, macOS or FreeBSD), it reports
+// "unknown" and remote, the cautious side.
+func FSOf(fd int, path string) (FS, error) {
+	return fsOf(fd, path)
+}
+
+// DevIno returns the device and inode numbers of fi, from os.Stat or
+// os.Lstat, where the platform reports them.
+//
+// Where the platform does not report them, ok is false.
+func DevIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
+	return devIno(fi)
+}

@@ -32,8 +32,7 @@ func fromStat(x *unix.Stat_t) Stat {
 	return s
 }
 
-// Lstatat describes the entry name inside dirfd without following it.
-func Lstatat(dirfd int, dir, name string) (Stat, error) {
+func lstatat(dirfd int, dir, name string) (Stat, error) {
 	var x unix.Stat_t
 	if err := retry(func() error { return unix.Fstatat(dirfd, name, &x, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 		return Stat{}, pathErr("stat", dir, name, err)
@@ -41,8 +40,7 @@ func Lstatat(dirfd int, dir, name string) (Stat, error) {
 	return fromStat(&x), nil
 }
 
-// Fstat describes the open file fd. path is for messages only.
-func Fstat(fd int, path string) (Stat, error) {
+func fstat(fd int, path string) (Stat, error) {
 	var x unix.Stat_t
 	if err := retry(func() error { return unix.Fstat(fd, &x) }); err != nil {
 		return Stat{}, pathErr("stat", path, "", err)
@@ -52,12 +50,7 @@ func Fstat(fd int, path string) (Stat, error) {
 
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// ReadDirFunc calls f for each entry of the directory open at fd, from its
-// start, with its name and type. The type comes from fstatat without
-// following links; an entry that cannot be stat'ed (removed meanwhile) is
-// reported as fs.ModeIrregular, for the caller to look at again. The name
-// is only lent: f must strings.Clone what it keeps.
-func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return pathErr("readdir", dir, "", err)
 	}
@@ -98,8 +91,7 @@ var bsdTypes = map[string]bool{
 	"udf": true, "ext2fs": true, "fdescfs": true, "procfs": true, "nullfs": true,
 }
 
-// FSOf reports the file system of the open directory fd.
-func FSOf(fd int, path string) (FS, error) {
+func fsOf(fd int, path string) (FS, error) {
 	var st unix.Statfs_t
 	if err := retry(func() error { return unix.Fstatfs(fd, &st) }); err != nil {
 		return FS{}, pathErr("statfs", path, "", err)

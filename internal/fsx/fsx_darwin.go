@@ -4,11 +4,10 @@ package fsx
 
 import "golang.org/x/sys/unix"
 
-// RenameNoReplace renames old (in olddirfd) to new (in newdirfd) unless new
-// exists, atomically: renameatx_np(RENAME_EXCL), macOS's renameat2
-// (RENAME_NOREPLACE). A file system that cannot (ENOTSUP, EOPNOTSUPP: some network and
-// FAT file systems) gets ErrNoReplaceUnsupported, and nothing is renamed.
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+// renameNoReplace is renameatx_np(RENAME_EXCL), macOS's RENAME_NOREPLACE.
+// A file system that cannot (ENOTSUP, EOPNOTSUPP: some network and FAT
+// file systems) gets ErrNoReplaceUnsupported, and nothing is renamed.
+func renameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	err := retry(func() error {
 		return unix.RenameatxNp(olddirfd, old, newdirfd, new, unix.RENAME_EXCL)
 	})

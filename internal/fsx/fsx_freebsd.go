@@ -2,9 +2,9 @@
 
 package fsx
 
-// RenameNoReplace always refuses on FreeBSD, renaming nothing: x/sys
-// wraps no no-replace rename there, and rename(2) replaces. --fix and Acquire's break therefore remove nothing
-// here (docs/platforms.md).
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+// renameNoReplace always refuses on FreeBSD, renaming nothing: x/sys wraps
+// no no-replace rename there, and rename(2) replaces. --fix and Acquire's
+// break therefore remove nothing here (docs/platforms.md).
+func renameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
 }

@@ -33,8 +33,7 @@ func fromStatx(x *unix.Statx_t) Stat {
 	return s
 }
 
-// Lstatat describes the entry name inside dirfd without following it.
-func Lstatat(dirfd int, dir, name string) (Stat, error) {
+func lstatat(dirfd int, dir, name string) (Stat, error) {
 	var x unix.Statx_t
 	err := retry(func() error {
 		return unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, statxMask, &x)
@@ -45,8 +44,7 @@ func Lstatat(dirfd int, dir, name string) (Stat, error) {
 	return fromStatx(&x), nil
 }
 
-// Fstat describes the open file fd. path is for messages only.
-func Fstat(fd int, path string) (Stat, error) {
+func fstat(fd int, path string) (Stat, error) {
 	var x unix.Statx_t
 	err := retry(func() error {
 		return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, statxMask, &x)
@@ -57,11 +55,7 @@ func Fstat(fd int, path string) (Stat, error) {
 	return fromStatx(&x), nil
 }
 
-// ReadDirFunc calls f for each entry of the directory open at fd, from its
-// start, in kernel order, with its name and type. The name is only lent: it is valid
-// until f returns, and f must strings.Clone what it keeps. This lets a walk
-// skip the many names it does not care about without allocating them.
-func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
 	// From the start, even if fd was read before.
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return pathErr("readdir", dir, "", err)
@@ -139,11 +133,7 @@ func direntType(t uint8) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-// RenameNoReplace renames old in olddirfd to new in newdirfd, failing with
-// EEXIST if anything, even an empty directory, stands at new. On a file
-// system without RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and
-// renames nothing.
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+func renameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	err := retry(func() error {
 		return unix.Renameat2(olddirfd, old, newdirfd, new, unix.RENAME_NOREPLACE)
 	})
@@ -201,8 +191,7 @@ var fsTypes = map[uint32]FS{
 	0x564c:     {Name: "ncp", Remote: true},
 }
 
-// FSOf reports the file system of the open directory fd.
-func FSOf(fd int, path string) (FS, error) {
+func fsOf(fd int, path string) (FS, error) {
 	var st unix.Statfs_t
 	if err := retry(func() error { return unix.Fstatfs(fd, &st) }); err != nil {
 		return FS{}, pathErr("statfs", path, "", err)

@@ -87,9 +87,7 @@ func underlying(err error) error {
 	return err
 }
 
-// OpenRoot opens the directory at path, which the operator named (links in
-// it are followed).
-func OpenRoot(path string) (int, error) {
+func openRoot(path string) (int, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return -1, pathErr("open", path, "", underlying(err))
@@ -104,9 +102,7 @@ func OpenRoot(path string) (int, error) {
 	return register(abs), nil
 }
 
-// OpenDirAt opens the directory name inside dirfd, refusing a symbolic link
-// (ELOOP) or a non-directory (ENOTDIR).
-func OpenDirAt(dirfd int, dir, name string) (int, error) {
+func openDirAt(dirfd int, dir, name string) (int, error) {
 	base, err := pathOf(dirfd)
 	if err != nil {
 		return -1, pathErr("open", dir, name, err)
@@ -118,15 +114,13 @@ func OpenDirAt(dirfd int, dir, name string) (int, error) {
 	return register(p), nil
 }
 
-// Close forgets fd.
-func Close(fd int) {
+func closeFd(fd int) {
 	handles.Lock()
 	delete(handles.paths, fd)
 	handles.Unlock()
 }
 
-// Lstatat describes the entry name inside dirfd without following it.
-func Lstatat(dirfd int, dir, name string) (Stat, error) {
+func lstatat(dirfd int, dir, name string) (Stat, error) {
 	base, err := pathOf(dirfd)
 	if err != nil {
 		return Stat{}, pathErr("stat", dir, name, err)
@@ -138,8 +132,7 @@ func Lstatat(dirfd int, dir, name string) (Stat, error) {
 	return fromInfo(fi), nil
 }
 
-// Fstat describes the directory fd.
-func Fstat(fd int, path string) (Stat, error) {
+func fstat(fd int, path string) (Stat, error) {
 	p, err := pathOf(fd)
 	if err != nil {
 		return Stat{}, pathErr("stat", path, "", err)
@@ -151,9 +144,7 @@ func Fstat(fd int, path string) (Stat, error) {
 	return fromInfo(fi), nil
 }
 
-// ReadDirFunc calls f for each entry of the directory fd with its name and
-// its type as Lstat reports it.
-func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
 	p, err := pathOf(fd)
 	if err != nil {
 		return pathErr("readdir", dir, "", err)
@@ -168,10 +159,9 @@ func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error
 	return nil
 }
 
-// ReadFileAt reads at most max bytes of the regular file name inside dirfd.
-// It refuses anything Lstat does not call a regular file (ErrNotRegular)
-// before opening it, and checks again on the opened file.
-func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
+// readFileAtFd refuses anything Lstat does not call a regular file before
+// opening it, and checks again on the opened file.
+func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
 	base, err := pathOf(dirfd)
 	if err != nil {
 		return nil, Stat{}, false, pathErr("open", dir, name, err)
@@ -211,8 +201,8 @@ func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, tru
 	return b, st, false, nil
 }
 
-// RenameNoReplace always refuses here, renaming nothing.
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+// renameNoReplace always refuses here, renaming nothing.
+func renameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	return pathErr("rename", olddir, old, ErrNoReplaceUnsupported)
 }
 
@@ -224,9 +214,7 @@ func join(fd int, name string) (string, error) {
 	return filepath.Join(base, name), nil
 }
 
-// Linkat makes new in newdirfd a hard link to old in olddirfd; it fails if
-// new exists.
-func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+func linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	op, err := join(olddirfd, old)
 	if err != nil {
 		return pathErr("link", newdir, new, err)
@@ -247,9 +235,7 @@ func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) 
 	return nil
 }
 
-// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
-// directory name), refusing to remove through a symbolic link's target.
-func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
+func unlinkat(dirfd int, dirPath, name string, dir bool) error {
 	op := "remove"
 	if dir {
 		op = "rmdir"
@@ -281,9 +267,8 @@ func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
 	return nil
 }
 
-// OpenDirNoFollow opens the absolute directory path, refusing a symbolic
-// link at every component (checked with Lstat, component by component).
-func OpenDirNoFollow(path string) (int, error) {
+// openDirNoFollow checks each component with Lstat, one at a time.
+func openDirNoFollow(path string) (int, error) {
 	if !filepath.IsAbs(path) {
 		return -1, pathErr("open", path, "", syscall.EINVAL)
 	}
@@ -316,8 +301,7 @@ func splitPath(p string) []string {
 	return out
 }
 
-// MkdirAt makes the directory name inside dirfd.
-func MkdirAt(dirfd int, dir, name string, mode uint32) error {
+func mkdirAt(dirfd int, dir, name string, mode uint32) error {
 	p, err := join(dirfd, name)
 	if err == nil {
 		err = os.Mkdir(p, fs.FileMode(mode))
@@ -331,9 +315,7 @@ func MkdirAt(dirfd int, dir, name string, mode uint32) error {
 	return nil
 }
 
-// CreateAt creates the file name inside dirfd, which must not exist yet,
-// writes data to it and syncs it before closing. It returns its Stat.
-func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
+func createAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
 	p, err := join(dirfd, name)
 	if err != nil {
 		return Stat{}, pathErr("create", dir, name, err)
@@ -359,18 +341,18 @@ func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, erro
 	return fromInfo(fi), nil
 }
 
-// Fsync is a no-op for a directory here: the platform offers no portable
+// fsync is a no-op for a directory here: the platform offers no portable
 // way to flush one.
-func Fsync(fd int, path string) error {
+func fsync(fd int, path string) error {
 	if _, err := pathOf(fd); err != nil {
 		return pathErr("fsync", path, "", err)
 	}
 	return nil
 }
 
-// FSOf cannot tell the file system here: it reports "unknown" and remote,
+// fsOf cannot tell the file system here: it reports "unknown" and remote,
 // the cautious side.
-func FSOf(fd int, path string) (FS, error) {
+func fsOf(fd int, path string) (FS, error) {
 	if _, err := pathOf(fd); err != nil {
 		return FS{}, pathErr("statfs", path, "", err)
 	}

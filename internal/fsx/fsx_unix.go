@@ -19,10 +19,7 @@ func retry(f func() error) error {
 	}
 }
 
-// OpenRoot opens the directory at path, which the operator named. Symbolic
-// links in path itself are followed, because the operator chose them; nothing
-// below it is. The caller closes the descriptor.
-func OpenRoot(path string) (int, error) {
+func openRoot(path string) (int, error) {
 	var fd int
 	err := retry(func() (err error) {
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -34,10 +31,7 @@ func OpenRoot(path string) (int, error) {
 	return fd, nil
 }
 
-// OpenDirAt opens the directory name inside dirfd without following a
-// symbolic link: a symlink there fails with ELOOP or ENOTDIR instead of
-// leading out of the registry. dir is dirfd's path, for messages only.
-func OpenDirAt(dirfd int, dir, name string) (int, error) {
+func openDirAt(dirfd int, dir, name string) (int, error) {
 	var fd int
 	err := retry(func() (err error) {
 		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -49,8 +43,7 @@ func OpenDirAt(dirfd int, dir, name string) (int, error) {
 	return fd, nil
 }
 
-// Close closes fd, ignoring EINTR as Linux requires.
-func Close(fd int) { _ = unix.Close(fd) }
+func closeFd(fd int) { _ = unix.Close(fd) }
 
 func modeOf(m uint32) fs.FileMode {
 	mode := fs.FileMode(m & 0o777)
@@ -80,10 +73,7 @@ func modeOf(m uint32) fs.FileMode {
 	return mode
 }
 
-// Linkat makes new in newdirfd a hard link to old in olddirfd without
-// following a symbolic link; it fails with EEXIST if new exists, on every
-// file system.
-func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
+func linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
 	err := retry(func() error { return unix.Linkat(olddirfd, old, newdirfd, new, 0) })
 	if err != nil {
 		return pathErr("link", newdir, new, err)
@@ -91,9 +81,7 @@ func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) 
 	return nil
 }
 
-// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
-// directory name). It never follows a symbolic link.
-func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
+func unlinkat(dirfd int, dirPath, name string, dir bool) error {
 	flags := 0
 	op := "remove"
 	if dir {
@@ -107,10 +95,7 @@ func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
 	return nil
 }
 
-// OpenDirNoFollow opens the absolute directory path one component at a time
-// from "/", refusing a symbolic link at every step, so a link swapped into
-// the path since it was walked cannot redirect what happens inside it.
-func OpenDirNoFollow(path string) (int, error) {
+func openDirNoFollow(path string) (int, error) {
 	if !strings.HasPrefix(path, "/") {
 		return -1, pathErr("open", path, "", unix.EINVAL)
 	}
@@ -137,8 +122,7 @@ func OpenDirNoFollow(path string) (int, error) {
 	return fd, nil
 }
 
-// MkdirAt makes the directory name inside dirfd.
-func MkdirAt(dirfd int, dir, name string, mode uint32) error {
+func mkdirAt(dirfd int, dir, name string, mode uint32) error {
 	err := retry(func() error { return unix.Mkdirat(dirfd, name, mode) })
 	if err != nil {
 		return pathErr("mkdir", dir, name, err)
@@ -146,10 +130,7 @@ func MkdirAt(dirfd int, dir, name string, mode uint32) error {
 	return nil
 }
 
-// CreateAt creates the file name inside dirfd, which must not exist yet,
-// writes data to it, and fsyncs it before closing, so that after a power
-// loss the file holds data or does not exist. It returns the file's Stat.
-func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
+func createAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
 	var fd int
 	err := retry(func() (err error) {
 		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
@@ -176,20 +157,14 @@ func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, erro
 	return Fstat(fd, filepath.Join(dir, name))
 }
 
-// Fsync flushes fd (a file or a directory) to stable storage.
-func Fsync(fd int, path string) error {
+func fsync(fd int, path string) error {
 	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
 		return pathErr("fsync", path, "", err)
 	}
 	return nil
 }
 
-// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
-// without following a symbolic link and without blocking: a FIFO, socket or
-// device swapped in is refused (ErrNotRegular) after a non-blocking open that
-// cannot hang. It returns the bytes, the Stat of the very file that was read,
-// and whether the file held more than max bytes.
-func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
+func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
 	var fd int
 	err = retry(func() (err error) {
 		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
