@@ -45,12 +45,41 @@ func (j *Judge) record(l *scan.Lock, rec *scan.Record) judged {
 // this host may judge it at all, before any pid is looked at, because a pid
 // from another host or namespace names some unrelated process here.
 func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx.FS) judged {
-	jd := judged{holder: h}
-	out := func(v Verdict, format string, args ...any) judged {
-		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+	if jd, decided := j.scopeOf(h, info, fs); decided {
+		return jd
+	}
+	if jd, decided := j.placeOf(h, fs); decided {
 		return jd
 	}
 	written := info.Mtime
+	// A pid of a record that names its namespace (lockctl's own, a
+	// generation B scope) is of this namespace by now; any other could have
+	// been written in any namespace.
+	placed := h.PidNS != "" || h.Scope != ""
+	jd := j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, placed, format, written)
+	// Processes recorded together with the holder hold the lock with it.
+	for _, a := range h.Also {
+		if jd.v == Live {
+			break
+		}
+		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, placed, format, written); jd.moreHeld(also) {
+			also.reason = "the holder is gone, but " + also.reason + " (recorded with it)"
+			jd = also
+		}
+	}
+	return jd
+}
+
+// scopeOf judges a generation B record by its scope, the digest of the
+// machine, boot and pid namespace it was written in: decided is true when
+// that alone gives the verdict (another scope, or one that cannot be
+// checked), false when the record is this host's own or has no scope.
+func (j *Judge) scopeOf(h *scan.Holder, info fsx.Stat, fs fsx.FS) (judged, bool) {
+	jd := judged{holder: h}
+	out := func(v Verdict, format string, args ...any) (judged, bool) {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd, true
+	}
 	if h.Scope != "" {
 		if j.Host.Scope == "" {
 			if errors.Is(j.Host.ScopeErr, ErrScopeUnsupported) {
@@ -86,6 +115,19 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 			}
 			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)
 		}
+	}
+	return jd, false
+}
+
+// placeOf judges where record h says it was written (host, boot, pid
+// namespace): decided is true when that alone gives the verdict, false when
+// the record is of this host, boot and namespace, and its pid may be asked
+// about here.
+func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
+	jd := judged{holder: h}
+	out := func(v Verdict, format string, args ...any) (judged, bool) {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd, true
 	}
 	// On a local file system a record of this boot was written by this
 	// kernel, whatever host name it gives: a UTS namespace (a container, a
@@ -129,22 +171,7 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 		}
 		return out(Gone, "the record names pid namespace %s, and no process on this machine is in it any more: that namespace has ended, and pid %s with it", h.PidNS, h.PidText)
 	}
-	// A pid of a record that names its namespace (lockctl's own, a
-	// generation B scope) is of this namespace by now; any other could have
-	// been written in any namespace.
-	placed := h.PidNS != "" || h.Scope != ""
-	jd = j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, placed, format, written)
-	// Processes recorded together with the holder hold the lock with it.
-	for _, a := range h.Also {
-		if jd.v == Live {
-			break
-		}
-		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, placed, format, written); jd.moreHeld(also) {
-			also.reason = "the holder is gone, but " + also.reason + " (recorded with it)"
-			jd = also
-		}
-	}
-	return jd
+	return jd, false
 }
 
 // process judges one recorded process of record h: pid (as written, pidText),
