@@ -37,26 +37,8 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 func (j *Judge) claimed(r Result) Result {
 	l := r.Lock
 	if l.Kind == scan.KindMissing {
-		builds, waiting := 0, 0
-		for _, c := range l.Claims {
-			if c.Kind == scan.ClaimBuild {
-				builds++
-				if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
-					waiting++
-				}
-			}
-		}
-		if builds == len(l.Claims) {
-			// No lock, only locks being built: by acquirers waiting for it,
-			// or debris of ones that are gone (Result.Debris).
-			r.Verdict = Claimed
-			r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds, plural(builds, "build", "builds"), waiting, builds-waiting)
-			for _, c := range l.Claims {
-				if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
-					r.Modified = c.Record.Info.Mtime
-				}
-			}
-			return r
+		if res, ok := j.onlyBuilds(r); ok {
+			return res
 		}
 	}
 	var claims []scan.Claim
@@ -73,7 +55,43 @@ func (j *Judge) claimed(r Result) Result {
 	if len(claims) != 1 {
 		return j.claimedMany(r, claims)
 	}
-	c := claims[0]
+	return j.claimedOne(r, claims[0])
+}
+
+// onlyBuilds judges side files without a lock when all are lockctl's
+// unpublished builds: acquirers waiting for the lock, or the debris of ones
+// that are gone (Result.Debris). ok is false when other side files remain.
+func (j *Judge) onlyBuilds(r Result) (Result, bool) {
+	l := r.Lock
+	builds, waiting := 0, 0
+	for _, c := range l.Claims {
+		if c.Kind == scan.ClaimBuild {
+			builds++
+			if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
+				waiting++
+			}
+		}
+	}
+	if builds == len(l.Claims) {
+		// No lock, only locks being built: by acquirers waiting for it,
+		// or debris of ones that are gone (Result.Debris).
+		r.Verdict = Claimed
+		r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds, plural(builds, "build", "builds"), waiting, builds-waiting)
+		for _, c := range l.Claims {
+			if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
+				r.Modified = c.Record.Info.Mtime
+			}
+		}
+		return r, true
+	}
+	return r, false
+}
+
+// claimedOne judges a lock whose one side file c is a break, release or
+// publish (or, with no lock left, any side file): under way, or abandoned,
+// and then what finishing or undoing it takes.
+func (j *Judge) claimedOne(r Result, c scan.Claim) Result {
+	l := r.Lock
 	by := j.probeSide(l, c)
 	var rec judged
 	switch {
