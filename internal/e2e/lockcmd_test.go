@@ -1209,9 +1209,10 @@ exec sleep 600`, aux, bin, l, section("c"), dir)
 // killInNamespace SIGKILLs one process named comm in pid namespace ns,
 // chosen at random, and reports whether it did. It pins each candidate
 // with a pidfd and checks it again before signalling, so that a pid
-// reused meanwhile is never hit. lockctl run's gate (lockctl __gate, which
-// becomes CMD) is spared, as TestChaosRun spares CMD: killing it kills the
-// command before it starts, which run rightly reports as a failure.
+// reused meanwhile is never hit. lockctl run's gate (its child, which
+// becomes lockctl __gate, then CMD) is spared, as TestChaosRun spares CMD:
+// killing it kills the command before it starts, which run rightly
+// reports as a failure.
 func killInNamespace(ns, comm string) bool {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
@@ -1228,7 +1229,9 @@ func killInNamespace(ns, comm string) bool {
 		}
 		p := strconv.Itoa(pid)
 		link, _ := os.Readlink("/proc/" + p + "/ns/pid")
-		ok := link == ns && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == comm && !strings.Contains(lcReadOr("/proc/"+p+"/cmdline"), "__gate")
+		// The gate, before and after its exec of lockctl __gate, is a child
+		// of a lockctl: spare every process whose parent is one.
+		ok := link == ns && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == comm && strings.TrimSpace(lcReadOr("/proc/"+parentOf(p)+"/comm")) != comm
 		if ok && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
 			unix.Close(fd)
 			return true
@@ -1236,4 +1239,17 @@ func killInNamespace(ns, comm string) bool {
 		unix.Close(fd)
 	}
 	return false
+}
+
+// parentOf is the parent pid of pid, from /proc/<pid>/stat, or "".
+func parentOf(pid string) string {
+	b := lcReadOr("/proc/" + pid + "/stat")
+	i := strings.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	if f := strings.Fields(b[i+1:]); len(f) > 1 {
+		return f[1]
+	}
+	return ""
 }
