@@ -185,6 +185,20 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	}
 	l.at(Built)
 
+	published, err = l.publish(ctx, dfd, tmp)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// publish puts the built lock tmp in place, judging the lock that stands
+// there on every try and breaking it only when its holder is gone, until
+// ctx is done. published says the build was renamed into place (and is no
+// longer to be removed), even when the error after it says the lock could
+// not be made durable.
+func (l *Lock) publish(ctx context.Context, dfd int, tmp string) (published bool, err error) {
+	abs, dir, name := l.Path, l.dir, l.name
 	host := localHost()
 	// The kernel's lock table is asked only when a holder reads gone: a
 	// running process with a flock on the lock still holds it. Nothing else
@@ -202,19 +216,18 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		}
 		switch {
 		case err == nil:
-			published = true
 			if err := l.settle(dfd); err != nil {
-				return nil, err
+				return true, err
 			}
 			l.at(Published)
-			return l, nil
+			return true, nil
 		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
-			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+			return false, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		// Held. Judge it as doctor would, and break it only if gone.
 		cur, err := scan.ReadOne(dir, name)
 		if err != nil {
-			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+			return false, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		if cur == nil {
 			// Released since the rename: try again at once, a few times
@@ -240,7 +253,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		quick = 0
 		select {
 		case <-ctx.Done():
-			return nil, waitError(abs, last, ctx.Err())
+			return false, waitError(abs, last, ctx.Err())
 		case <-time.After(wait/2 + rand.N(wait)):
 		}
 		wait = min(wait*2, 50*time.Millisecond)
