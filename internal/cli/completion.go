@@ -340,45 +340,7 @@ _lockctl() {
 		fmt.Fprintf(&b, "\t\t%s)\n\t\t\t_arguments -s -S \\\n", strings.Join(c.names, "|"))
 		b.WriteString("\t\t\t\t'(- *)'{-h,--help}'[show help]' \\\n")
 		for _, f := range c.flags {
-			var spec string
-			names := make([]string, len(f.names))
-			for i, n := range f.names {
-				names[i] = dashed(n)
-			}
-			star := ""
-			if f.repeatable {
-				star = "*"
-			}
-			eq := ""
-			if f.placeholder != "" {
-				eq = "="
-			}
-			desc := "[" + zshDesc(f.usage) + "]"
-			if len(names) == 1 {
-				spec = star + names[0] + eq + desc
-			} else {
-				spec = "(" + strings.Join(names, " ") + ")" + star + "{" + strings.Join(names, ",") + "}" + eq + desc
-			}
-			if f.placeholder != "" {
-				action := " "
-				switch {
-				case f.values != nil && f.list:
-					action = "_sequence compadd - " + shellWords(f.values)
-				case f.values != nil:
-					action = "(" + shellWords(f.values) + ")"
-				case f.file:
-					action = "_files"
-				}
-				spec += ":" + f.placeholder + ":" + action
-			}
-			if len(names) == 1 {
-				fmt.Fprintf(&b, "\t\t\t\t%s \\\n", singleQuote(spec))
-			} else {
-				// The {a,b} brace expansion must stay outside the quotes.
-				i := strings.Index(spec, "{")
-				j := strings.Index(spec, "}")
-				fmt.Fprintf(&b, "\t\t\t\t%s%s%s \\\n", singleQuote(spec[:i]), spec[i:j+1], singleQuote(spec[j+1:]))
-			}
+			fmt.Fprintf(&b, "\t\t\t\t%s \\\n", zshSpec(f))
 		}
 		switch {
 		case c.args != nil:
@@ -409,6 +371,48 @@ fi
 // fishQuote quotes s for fish (inside '...', only \ and ' are special).
 func fishQuote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// zshSpec is the _arguments spec of flag f, quoted for the shell.
+func zshSpec(f flagDoc) string {
+	var spec string
+	names := make([]string, len(f.names))
+	for i, n := range f.names {
+		names[i] = dashed(n)
+	}
+	star := ""
+	if f.repeatable {
+		star = "*"
+	}
+	eq := ""
+	if f.placeholder != "" {
+		eq = "="
+	}
+	desc := "[" + zshDesc(f.usage) + "]"
+	if len(names) == 1 {
+		spec = star + names[0] + eq + desc
+	} else {
+		spec = "(" + strings.Join(names, " ") + ")" + star + "{" + strings.Join(names, ",") + "}" + eq + desc
+	}
+	if f.placeholder != "" {
+		action := " "
+		switch {
+		case f.values != nil && f.list:
+			action = "_sequence compadd - " + shellWords(f.values)
+		case f.values != nil:
+			action = "(" + shellWords(f.values) + ")"
+		case f.file:
+			action = "_files"
+		}
+		spec += ":" + f.placeholder + ":" + action
+	}
+	if len(names) == 1 {
+		return singleQuote(spec)
+	}
+	// The {a,b} brace expansion must stay outside the quotes.
+	i := strings.Index(spec, "{")
+	j := strings.Index(spec, "}")
+	return singleQuote(spec[:i]) + spec[i:j+1] + singleQuote(spec[j+1:])
 }
 
 func writeFishCompletion(w io.Writer, cmds []cmdDoc) error {
