@@ -217,41 +217,15 @@ func processName(pid int) string {
 }
 
 func runAction(c *cli.Context) error {
-	args := c.Args().Slice()
-	if len(args) < 2 {
-		return usageErr("run: want LOCK -- CMD [ARGS...]")
-	}
-	path, cmdArgs := args[0], args[1:]
-	if cmdArgs[0] == "--" {
-		// urfave/cli keeps a "--" that follows a positional argument.
-		cmdArgs = cmdArgs[1:]
-	}
-	if len(cmdArgs) == 0 {
-		return usageErr("run: want LOCK -- CMD [ARGS...]")
+	path, cmdArgs, err := runArgs(c)
+	if err != nil {
+		return err
 	}
 	stderr := c.App.ErrWriter
-	self, err := os.Executable()
+	child, gateW, err := startGated(c, cmdArgs)
 	if err != nil {
-		return &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
+		return err
 	}
-	// Start CMD's process first, held at a gate: it cannot run CMD until
-	// the lock is ours, and the lock can record it (pid and start time)
-	// before it does. exec keeps the pid and the start time, so the
-	// recorded identity is CMD's.
-	gateR, gateW, err := os.Pipe()
-	if err != nil {
-		return &exitCode{code: ExitAttention, err: err}
-	}
-	child := exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
-	child.Args[0] = "lockctl"
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, stderr
-	child.ExtraFiles = []*os.File{gateR}
-	if err := child.Start(); err != nil {
-		gateR.Close()
-		gateW.Close()
-		return &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
-	}
-	gateR.Close()
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -285,19 +259,7 @@ func runAction(c *cli.Context) error {
 	// CMD's process, is in place.
 	_, werr := gateW.Write([]byte{'g'})
 	gateW.Close()
-	waitErr := child.Wait()
-	code := ExitOK
-	var ee *exec.ExitError
-	switch {
-	case errors.As(waitErr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		} else {
-			code = ee.ExitCode()
-		}
-	case waitErr != nil:
-		code = ExitAttention
-	}
+	code := exitStatus(child.Wait())
 	if werr != nil && code == ExitOK {
 		code = ExitAttention
 	}
@@ -313,6 +275,65 @@ func runAction(c *cli.Context) error {
 		return &exitCode{code: code}
 	}
 	return nil
+}
+
+// runArgs reads run's LOCK -- CMD [ARGS...].
+func runArgs(c *cli.Context) (string, []string, error) {
+	args := c.Args().Slice()
+	if len(args) < 2 {
+		return "", nil, usageErr("run: want LOCK -- CMD [ARGS...]")
+	}
+	path, cmdArgs := args[0], args[1:]
+	if cmdArgs[0] == "--" {
+		// urfave/cli keeps a "--" that follows a positional argument.
+		cmdArgs = cmdArgs[1:]
+	}
+	if len(cmdArgs) == 0 {
+		return "", nil, usageErr("run: want LOCK -- CMD [ARGS...]")
+	}
+	return path, cmdArgs, nil
+}
+
+// startGated starts CMD's process first, held at a gate: it cannot run CMD
+// until the lock is ours, and the lock can record it (pid and start time)
+// before it does. exec keeps the pid and the start time, so the recorded
+// identity is CMD's. Writing to gateW opens the gate; closing it unopened
+// makes the gate exit without running CMD.
+func startGated(c *cli.Context, cmdArgs []string) (child *exec.Cmd, gateW *os.File, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
+	}
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, &exitCode{code: ExitAttention, err: err}
+	}
+	defer gateR.Close()
+	child = exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
+	child.Args[0] = "lockctl"
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
+	child.ExtraFiles = []*os.File{gateR}
+	if err := child.Start(); err != nil {
+		gateW.Close()
+		return nil, nil, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
+	}
+	return child, gateW, nil
+}
+
+// exitStatus is run's exit status for how CMD ended: its own, 128+N if
+// signal N killed it, 1 if it could not be waited for.
+func exitStatus(waitErr error) int {
+	var ee *exec.ExitError
+	switch {
+	case errors.As(waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	case waitErr != nil:
+		return ExitAttention
+	}
+	return ExitOK
 }
 
 // gateAction runs in CMD's process: it waits on fd 3 for lockctl run to
