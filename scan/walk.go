@@ -289,50 +289,58 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		}
 	}
 	for _, name := range subdirs {
-		sub := filepath.Join(path, name)
-		if depth+1 > MaxDepth {
-			w.warn(fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth))
-			continue
-		}
-		cfd, err := fsx.OpenDirAt(fd, path, name)
-		if err != nil {
-			// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
-			// never followed. ENOENT: removed since it was listed.
-			if !fsx.IsNotDirOrLink(err) && !errors.Is(err, fs.ErrNotExist) {
-				w.warn(err)
-			}
-			continue
-		}
-		st, err := fsx.Fstat(cfd, sub)
-		if err != nil {
+		w.descend(fd, path, name, depth, ancestors)
+	}
+}
+
+// descend walks the subdirectory name of the directory open at fd, on
+// another goroutine when a worker is free: never through a symbolic link,
+// never deeper than MaxDepth, never into one of its own ancestors (a
+// bind-mount loop).
+func (w *Walker) descend(fd int, path, name string, depth int, ancestors []devIno) {
+	sub := filepath.Join(path, name)
+	if depth+1 > MaxDepth {
+		w.warn(fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth))
+		return
+	}
+	cfd, err := fsx.OpenDirAt(fd, path, name)
+	if err != nil {
+		// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
+		// never followed. ENOENT: removed since it was listed.
+		if !fsx.IsNotDirOrLink(err) && !errors.Is(err, fs.ErrNotExist) {
 			w.warn(err)
-			fsx.Close(cfd)
-			continue
 		}
-		key := devIno{st.Dev, st.Ino}
-		loop := false
-		for _, a := range ancestors {
-			if a == key {
-				loop = true
-			}
+		return
+	}
+	st, err := fsx.Fstat(cfd, sub)
+	if err != nil {
+		w.warn(err)
+		fsx.Close(cfd)
+		return
+	}
+	key := devIno{st.Dev, st.Ino}
+	loop := false
+	for _, a := range ancestors {
+		if a == key {
+			loop = true
 		}
-		if loop {
-			w.warn(fmt.Errorf("not walking %q: it is the same directory as one of its parents (a bind-mount loop)", sub))
-			fsx.Close(cfd)
-			continue
-		}
-		// A fresh slice: goroutines must not share the backing array.
-		anc := append(append(make([]devIno, 0, len(ancestors)+1), ancestors...), key)
-		select {
-		case w.slot <- struct{}{}:
-			w.wg.Add(1)
-			go func() {
-				defer func() { <-w.slot; w.wg.Done() }()
-				w.dir(cfd, sub, depth+1, anc)
-			}()
-		default: // no free worker (or none configured): walk it here
+	}
+	if loop {
+		w.warn(fmt.Errorf("not walking %q: it is the same directory as one of its parents (a bind-mount loop)", sub))
+		fsx.Close(cfd)
+		return
+	}
+	// A fresh slice: goroutines must not share the backing array.
+	anc := append(append(make([]devIno, 0, len(ancestors)+1), ancestors...), key)
+	select {
+	case w.slot <- struct{}{}:
+		w.wg.Add(1)
+		go func() {
+			defer func() { <-w.slot; w.wg.Done() }()
 			w.dir(cfd, sub, depth+1, anc)
-		}
+		}()
+	default: // no free worker (or none configured): walk it here
+		w.dir(cfd, sub, depth+1, anc)
 	}
 }
 
@@ -421,7 +429,48 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 		l.Err = err
 		return sides
 	}
-	lockctl := false
+	lockctl := readInside(dfd, l, ents)
+	switch {
+	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
+		l.Format = FormatLockctl
+		return sides
+	case len(l.Holders) > 0:
+		l.Format = FormatRegistryB
+		return sides
+	case len(l.Writers) > 0 || len(l.Pending) > 0:
+		l.Format = FormatRegistryB
+		return sides
+	}
+	// Nothing inside. The parent was listed before this directory was read,
+	// and a record claimed out of it in between (a release or break under
+	// way) is a side file that listing missed. List them again, now: read
+	// in this order, a record is always seen in one place or the other.
+	if fresh, err := sidesOf(fd, l.Dir, l.Name); err == nil {
+		sides = fresh
+	}
+	// Generation A: the holder record is the sibling <lock>.holder.
+	for i, s := range sides {
+		if s.kind == ClaimHolder {
+			r := readRecord(fd, l.Dir, s.name, s.name)
+			if r.Err == nil {
+				r.Holder, r.Err = ParseRegistryA(r.Raw)
+			}
+			l.Holders = []Record{r}
+			l.Format = FormatRegistryA
+			return append(sides[:i:i], sides[i+1:]...)
+		}
+	}
+	if len(ents) == 0 {
+		l.Format = FormatEmpty
+	}
+	return sides
+}
+
+// readInside reads what a lock directory holds, open at dfd, whose entries
+// are ents: lockctl's record, generation B records and writer evidence, and
+// anything else, which is counted as other. It reports whether lockctl's own
+// record is among them.
+func readInside(dfd int, l *Lock, ents []fsx.Entry) (lockctl bool) {
 	for _, e := range ents {
 		switch {
 		case e.Name == "holder":
@@ -465,40 +514,7 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 			}
 		}
 	}
-	switch {
-	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
-		l.Format = FormatLockctl
-		return sides
-	case len(l.Holders) > 0:
-		l.Format = FormatRegistryB
-		return sides
-	case len(l.Writers) > 0 || len(l.Pending) > 0:
-		l.Format = FormatRegistryB
-		return sides
-	}
-	// Nothing inside. The parent was listed before this directory was read,
-	// and a record claimed out of it in between (a release or break under
-	// way) is a side file that listing missed. List them again, now: read
-	// in this order, a record is always seen in one place or the other.
-	if fresh, err := sidesOf(fd, l.Dir, l.Name); err == nil {
-		sides = fresh
-	}
-	// Generation A: the holder record is the sibling <lock>.holder.
-	for i, s := range sides {
-		if s.kind == ClaimHolder {
-			r := readRecord(fd, l.Dir, s.name, s.name)
-			if r.Err == nil {
-				r.Holder, r.Err = ParseRegistryA(r.Raw)
-			}
-			l.Holders = []Record{r}
-			l.Format = FormatRegistryA
-			return append(sides[:i:i], sides[i+1:]...)
-		}
-	}
-	if len(ents) == 0 {
-		l.Format = FormatEmpty
-	}
-	return sides
+	return lockctl
 }
 
 // readSides reads the claims, staging and unpublished records beside a lock.
