@@ -111,34 +111,10 @@ func run() error {
 	} else {
 		cleanups = append(cleanups, func() { os.RemoveAll(work) })
 	}
-	root := filepath.Join(work, "tree")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return err
-	}
-	fmt.Printf("tree:    %s (%s)\n", root, fsType(root))
-
-	procs, err := tree.StartProcs(*live, *gone)
+	root, counts, err := buildTree(work)
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, procs.Stop)
-
-	t0 := time.Now()
-	counts, err := tree.Build(root, tree.Spec{
-		Entries: *entries, Locks: *locks, PerDir: *perDir, Seed: *seed,
-		Host: kernel.LocalHost(), Procs: procs,
-	})
-	if err != nil {
-		return fmt.Errorf("building the tree: %w", err)
-	}
-	fmt.Printf("built:   %d entries (%d directories, %d plain files, %d locks) in %v\n",
-		counts.Entries, counts.Dirs, counts.Files, counts.Locks, time.Since(t0).Round(time.Millisecond))
-	var kinds []string
-	for _, k := range tree.Kinds {
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, counts.ByKind[k]))
-	}
-	fmt.Printf("locks:   %s\n", strings.Join(kinds, ", "))
-	fmt.Printf("holders: %d live sleep processes, %d reaped pids\n", len(procs.Live), len(procs.Gone))
 
 	lockctl := *bin
 	if lockctl == "" {
@@ -157,6 +133,52 @@ func run() error {
 		}
 	}
 
+	cmds, err := timeAll(lockctl, root)
+	if err != nil {
+		return err
+	}
+	report(cmds)
+	return nil
+}
+
+// buildTree lays out the benchmark tree under work, with its live and
+// gone holders (stopped at cleanup), and says what it made.
+func buildTree(work string) (string, tree.Counts, error) {
+	root := filepath.Join(work, "tree")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return "", tree.Counts{}, err
+	}
+	fmt.Printf("tree:    %s (%s)\n", root, fsType(root))
+
+	procs, err := tree.StartProcs(*live, *gone)
+	if err != nil {
+		return "", tree.Counts{}, err
+	}
+	cleanups = append(cleanups, procs.Stop)
+
+	t0 := time.Now()
+	counts, err := tree.Build(root, tree.Spec{
+		Entries: *entries, Locks: *locks, PerDir: *perDir, Seed: *seed,
+		Host: kernel.LocalHost(), Procs: procs,
+	})
+	if err != nil {
+		return "", tree.Counts{}, fmt.Errorf("building the tree: %w", err)
+	}
+	fmt.Printf("built:   %d entries (%d directories, %d plain files, %d locks) in %v\n",
+		counts.Entries, counts.Dirs, counts.Files, counts.Locks, time.Since(t0).Round(time.Millisecond))
+	var kinds []string
+	for _, k := range tree.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, counts.ByKind[k]))
+	}
+	fmt.Printf("locks:   %s\n", strings.Join(kinds, ", "))
+	fmt.Printf("holders: %d live sleep processes, %d reaped pids\n", len(procs.Live), len(procs.Gone))
+	return root, counts, nil
+}
+
+// timeAll times find and doctor (and the commands -compare and -naive
+// add) over root, each run once untimed to warm the cache, then -runs
+// rounds alternating, the order rotating every round.
+func timeAll(lockctl, root string) ([]*tool, error) {
 	cmds := []*tool{
 		{name: "find", argv: []string{"find", root, "-name", "*.lock"}},
 		{name: "doctor", argv: []string{lockctl, "doctor", "--json", root}, okCodes: []int{0, 1}},
@@ -171,7 +193,7 @@ func run() error {
 	// Warm the cache (dentries, inodes, the binaries), untimed.
 	for _, c := range cmds {
 		if _, err := c.run(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	fmt.Printf("\n%d timed runs of each, alternating (order rotates every round), warm cache:\n", *runs)
@@ -180,7 +202,7 @@ func run() error {
 			c := cmds[(r+i)%len(cmds)]
 			s, err := c.run()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.samples = append(c.samples, s)
 		}
@@ -190,8 +212,7 @@ func run() error {
 		}
 		fmt.Println(line)
 	}
-	report(cmds)
-	return nil
+	return cmds, nil
 }
 
 // sample is one timed run of one command.

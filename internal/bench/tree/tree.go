@@ -144,25 +144,9 @@ func Build(root string, s Spec) (Counts, error) {
 	}
 	c := Counts{ByKind: map[Kind]int{}}
 
-	// Leaf directories, three levels deep: root/aNN/bNN/cNN.
-	leaves := max(1, s.Entries/s.PerDir)
-	fan := max(1, int(math.Ceil(math.Cbrt(float64(leaves)))))
-	dirs := make([]string, 0, leaves)
-	made := map[string]bool{}
-	for i := 0; i < leaves; i++ {
-		a := fmt.Sprintf("a%03d", i/(fan*fan))
-		b := fmt.Sprintf("b%03d", (i/fan)%fan)
-		cc := fmt.Sprintf("c%03d", i%fan)
-		for _, d := range []string{a, filepath.Join(a, b), filepath.Join(a, b, cc)} {
-			if !made[d] {
-				made[d] = true
-				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
-					return c, err
-				}
-				c.Dirs++
-			}
-		}
-		dirs = append(dirs, filepath.Join(root, a, b, cc))
+	dirs, err := makeLeaves(root, s, &c)
+	if err != nil {
+		return c, err
 	}
 
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
@@ -221,6 +205,31 @@ func Build(root string, s Spec) (Counts, error) {
 	}
 	wg.Wait()
 	return c, first
+}
+
+// makeLeaves makes the leaf directories, three levels deep
+// (root/aNN/bNN/cNN), enough for s.PerDir entries each, counting them in c.
+func makeLeaves(root string, s Spec, c *Counts) ([]string, error) {
+	leaves := max(1, s.Entries/s.PerDir)
+	fan := max(1, int(math.Ceil(math.Cbrt(float64(leaves)))))
+	dirs := make([]string, 0, leaves)
+	made := map[string]bool{}
+	for i := 0; i < leaves; i++ {
+		a := fmt.Sprintf("a%03d", i/(fan*fan))
+		b := fmt.Sprintf("b%03d", (i/fan)%fan)
+		cc := fmt.Sprintf("c%03d", i%fan)
+		for _, d := range []string{a, filepath.Join(a, b), filepath.Join(a, b, cc)} {
+			if !made[d] {
+				made[d] = true
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					return nil, err
+				}
+				c.Dirs++
+			}
+		}
+		dirs = append(dirs, filepath.Join(root, a, b, cc))
+	}
+	return dirs, nil
 }
 
 func fileName(i int) string {
