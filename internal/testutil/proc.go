@@ -168,15 +168,25 @@ func StartTicks(pid int) uint64 {
 func FreePid(t T, except ...int) int {
 	t.Helper()
 	last, _ := strconv.Atoi(strings.TrimSpace(readString("/proc/sys/kernel/ns_last_pid")))
+	pidMax, _ := strconv.Atoi(strings.TrimSpace(readString("/proc/sys/kernel/pid_max")))
+	if pidMax <= 1000 {
+		pidMax = 32768
+	}
 	taken := map[int]bool{}
 	for _, p := range except {
 		taken[p] = true
 	}
-	for n := last - 500; n > 300; n-- {
+	// The kernel hands out last+1, last+2, ... up to pid_max, then wraps
+	// round to 300: the numbers just behind last are the last it will
+	// reach. Walk back from 500 behind it, wrapping the same way.
+	const low = 300
+	span := pidMax - low
+	for k := 500; k < span; k++ {
+		n := low + ((last-low-k)%span+span)%span
 		if _, err := os.Stat("/proc/" + strconv.Itoa(n)); errors.Is(err, fs.ErrNotExist) && !taken[n] {
 			return n
 		}
 	}
-	t.Fatalf("no free pid below %d", last-500)
+	t.Fatalf("no free pid on this host (last %d, pid_max %d)", last, pidMax)
 	return 0
 }
