@@ -3,8 +3,6 @@
 package fix_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
@@ -13,8 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/testutil"
@@ -92,67 +90,18 @@ func TestRacingFixers(t *testing.T) {
 	}
 	before := testutil.Snapshot(t, reg)
 
-	type child struct {
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		stderr bytes.Buffer
-		lines  []string
-	}
-	children := make([]*child, sweepers)
-	for i := range children {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestHelperSweeper$", "-test.count=1")}
-		c.cmd.Env = append(os.Environ(), envSweeper+"=1", envRegistry+"="+reg, fmt.Sprintf("%s=%d", envJudgeFirst, i%2), fmt.Sprintf("%s=%d", envReverse, i/2))
-		c.cmd.Stderr = &c.stderr
-		var err error
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := c.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.stdout = bufio.NewReader(out)
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = c.cmd.Process.Kill()
-			_ = c.cmd.Wait()
-		})
-		children[i] = c
+	cmds := make([]*exec.Cmd, sweepers)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestHelperSweeper$", "-test.count=1")
+		cmds[i].Env = append(os.Environ(), envSweeper+"=1", envRegistry+"="+reg, fmt.Sprintf("%s=%d", envJudgeFirst, i%2), fmt.Sprintf("%s=%d", envReverse, i/2))
 	}
 	// Each child says "ready" once it has judged (or, judging after the
 	// barrier, at once); then all are released together.
+	children := testutil.StartTogether(t, cmds...)
+	testutil.Release(t, 60*time.Second, children)
 	for i, c := range children {
-		line, err := c.stdout.ReadString('\n')
-		if line != "ready\n" {
-			t.Fatalf("sweeper %d said %q (%v), want ready; stderr:\n%s", i, line, err, c.stderr.String())
-		}
-	}
-	for _, c := range children {
-		c.stdin.Close()
-	}
-	var wg sync.WaitGroup
-	for _, c := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				line, err := c.stdout.ReadString('\n')
-				if line != "" {
-					c.lines = append(c.lines, strings.TrimSuffix(line, "\n"))
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for i, c := range children {
-		if err := c.cmd.Wait(); err != nil {
-			t.Fatalf("sweeper %d: %v; stderr:\n%s", i, err, c.stderr.String())
+		if err := c.Cmd.Wait(); err != nil {
+			t.Fatalf("sweeper %d: %v; stderr:\n%s", i, err, c.Stderr.String())
 		}
 	}
 
@@ -160,7 +109,7 @@ func TestRacingFixers(t *testing.T) {
 	removed := map[string]int{}
 	for i, c := range children {
 		n := 0
-		for _, line := range c.lines {
+		for _, line := range strings.Split(strings.TrimSuffix(string(c.Out), "\n"), "\n") {
 			head, reason, _ := strings.Cut(line, "\t")
 			p, action, ok := cutLast(head)
 			if !ok {
@@ -184,7 +133,7 @@ func TestRacingFixers(t *testing.T) {
 	}
 	if t.Failed() {
 		for i, c := range children {
-			t.Logf("sweeper %d:\n%s", i, c.stderr.String())
+			t.Logf("sweeper %d:\n%s", i, c.Stderr.String())
 		}
 	}
 

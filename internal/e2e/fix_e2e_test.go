@@ -18,7 +18,6 @@ package e2e
 //     and inode for inode.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,13 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockctl/lockctl/internal/kernel"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,73 +104,20 @@ func feExit(err error) int {
 // microseconds of each other, with no sleep.
 func feConcurrent(t *testing.T, bin string, n int, args ...string) []feRun {
 	t.Helper()
-	type proc struct {
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		stderr bytes.Buffer
-		out    []byte
-		err    error
-	}
 	script := `echo ready; read -r _; exec "$0" "$@"`
-	ps := make([]*proc, n)
-	for i := range ps {
-		p := &proc{cmd: exec.Command("/bin/sh", append([]string{"-c", script, bin}, args...)...)}
-		p.cmd.Env = lcEnv(nil)
-		p.cmd.Stderr = &p.stderr
-		var err error
-		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.stdout = bufio.NewReader(out)
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				_ = p.cmd.Wait()
-			}
-		})
-		ps[i] = p
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = exec.Command("/bin/sh", append([]string{"-c", script, bin}, args...)...)
+		cmds[i].Env = lcEnv(nil)
 	}
-	for i, p := range ps {
-		if line, err := p.stdout.ReadString('\n'); line != "ready\n" {
-			t.Fatalf("sweeper %d said %q (%v), want ready; stderr:\n%s", i, line, err, p.stderr.String())
-		}
-	}
-	for _, p := range ps { // the barrier opens
-		p.stdin.Close()
-	}
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.out, p.err = io.ReadAll(p.stdout)
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		for _, p := range ps {
-			_ = p.cmd.Process.Kill()
-		}
-		<-done
-		t.Fatalf("the %d sweepers did not finish within 60s", n)
-	}
+	gs := testutil.StartTogether(t, cmds...)
+	testutil.Release(t, 60*time.Second, gs)
 	runs := make([]feRun, n)
-	for i, p := range ps {
-		if p.err != nil {
-			t.Fatalf("sweeper %d: reading stdout: %v", i, p.err)
+	for i, g := range gs {
+		if g.Err != nil {
+			t.Fatalf("sweeper %d: reading stdout: %v", i, g.Err)
 		}
-		runs[i] = feRun{code: feExit(p.cmd.Wait()), stdout: string(p.out), stderr: p.stderr.String()}
+		runs[i] = feRun{code: feExit(g.Cmd.Wait()), stdout: string(g.Out), stderr: g.Stderr.String()}
 	}
 	return runs
 }
