@@ -29,7 +29,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

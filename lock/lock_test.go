@@ -3,13 +3,13 @@ package lock
 import (
 	"context"
 	"errors"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

@@ -3,11 +3,11 @@ package report
 import (
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"sync/atomic"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

@@ -4,11 +4,11 @@ package scan_test
 // They run only under -bench; nothing here is a test.
 
 import (
-	"github.com/lockctl/lockctl/internal/kernel"
 	"path/filepath"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/bench/tree"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

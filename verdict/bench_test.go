@@ -4,7 +4,6 @@ package verdict_test
 // (docs/performance.md). They run only under -bench.
 
 import (
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -39,6 +38,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/bench/tree"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"golang.org/x/sys/unix"
 )
 

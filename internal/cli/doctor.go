@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"

@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/fsx"
 	"io"
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/report"
 	"github.com/urfave/cli/v2"
 )

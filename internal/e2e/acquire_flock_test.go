@@ -3,12 +3,12 @@
 package e2e
 
 import (
-	"github.com/lockctl/lockctl/internal/cli"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/testutil"
 )
 

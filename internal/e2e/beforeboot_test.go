@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/kernel"
 	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/testutil"

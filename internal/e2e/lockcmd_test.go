@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/cli"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -28,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/testutil"

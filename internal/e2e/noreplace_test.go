@@ -10,8 +10,6 @@ package e2e
 
 import (
 	"fmt"
-	"github.com/lockctl/lockctl/internal/cli"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,6 +20,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/testutil"

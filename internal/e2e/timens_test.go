@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"github.com/lockctl/lockctl/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/testutil"
 )
 

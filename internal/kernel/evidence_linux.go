@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"io/fs"
 	"os"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

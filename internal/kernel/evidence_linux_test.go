@@ -5,7 +5,6 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

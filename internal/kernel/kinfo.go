@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // The macOS probe reads struct kinfo_proc from sysctl kern.proc.pid.<pid>.

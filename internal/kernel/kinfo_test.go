@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"github.com/lockctl/lockctl/verdict"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/verdict"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 

@@ -5,12 +5,12 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

@@ -4,11 +4,11 @@ package kernel
 
 import (
 	"encoding/json"
-	"github.com/lockctl/lockctl/verdict"
 	"strings"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // TestNamesakesFindsAContainersPid: seen from the host, a process in a pid

@@ -4,11 +4,11 @@ package kernel
 
 import (
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"time"
 	"unsafe"
 
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

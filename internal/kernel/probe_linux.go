@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"io/fs"
 	"os"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

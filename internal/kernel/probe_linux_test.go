@@ -9,8 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/fsx"
-	"github.com/lockctl/lockctl/verdict"
 	"io"
 	"os"
 	"os/exec"
@@ -22,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,12 +5,13 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // probeSelfEnv makes the test binary print what KernelProbe and

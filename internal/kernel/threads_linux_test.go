@@ -5,7 +5,6 @@ package kernel
 import (
 	"bufio"
 	"fmt"
-	"github.com/lockctl/lockctl/verdict"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // leaderExited is a C program whose main thread opens argv[1], starts a

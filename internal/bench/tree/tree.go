@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/verdict"
 )
 
