@@ -742,11 +742,7 @@ func (f *Fixer) Debris(res verdict.Result) int {
 		if err := fsx.RenameNoReplace(dfd, l.Dir, name, dfd, l.Dir, mine); err != nil {
 			continue // another sweeper took it, or it is gone
 		}
-		if sfd, err := fsx.OpenDirAt(dfd, l.Dir, mine); err == nil {
-			_ = fsx.Unlinkat(sfd, filepath.Join(l.Dir, mine), "holder", false)
-			fsx.Close(sfd)
-		}
-		if fsx.Unlinkat(dfd, l.Dir, mine, true) == nil {
+		if fsx.RemoveWith(dfd, l.Dir, mine, "holder") == nil {
 			removed++
 		}
 	}

@@ -326,13 +326,7 @@ func (l *Lock) settle(dfd int) error {
 }
 
 // removeBuilt removes an unpublished record directory.
-func removeBuilt(dfd int, dir, tmp string) {
-	if tfd, err := fsx.OpenDirAt(dfd, dir, tmp); err == nil {
-		_ = fsx.Unlinkat(tfd, filepath.Join(dir, tmp), "holder", false)
-		fsx.Close(tfd)
-	}
-	_ = fsx.Unlinkat(dfd, dir, tmp, true)
-}
+func removeBuilt(dfd int, dir, tmp string) { _ = fsx.RemoveWith(dfd, dir, tmp, "holder") }
 
 func (l *Lock) at(p Point) {
 	if l.hook != nil {

@@ -245,3 +245,16 @@ func FSOf(fd int, path string) (FS, error) {
 func DevIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 	return devIno(fi)
 }
+
+// RemoveWith removes the directory name inside dirfd together with the one
+// file it may hold, file, never following a symbolic link: the file first,
+// then the directory, which fails (ENOTEMPTY) if anything else is in it.
+// A file that is not there is no error; the directory's removal is the
+// answer.
+func RemoveWith(dirfd int, dir, name, file string) error {
+	if sfd, err := OpenDirAt(dirfd, dir, name); err == nil {
+		_ = Unlinkat(sfd, filepath.Join(dir, name), file, false)
+		Close(sfd)
+	}
+	return Unlinkat(dirfd, dir, name, true)
+}
