@@ -160,8 +160,8 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 	done := len(claims) > 0
 	var steps []Step
 	for _, c := range claims {
-		parts = append(parts, j.sideNote(l, c))
 		by := j.probeSide(l, c)
+		parts = append(parts, sideNoteOf(c, by))
 		makerGone := by.State == StateAbsent || by.State == StateZombie
 		if c.Kind == scan.ClaimBuild && c.Maker {
 			// A build is debris once its maker is gone, whatever its record.
@@ -264,8 +264,11 @@ func (j *Judge) probeSide(l *scan.Lock, c scan.Claim) Proc {
 	return j.probeIn(c.By, ns, l.FS.Remote)
 }
 
-func (j *Judge) sideNote(l *scan.Lock, c scan.Claim) string {
-	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, j.probeSide(l, c)))
+func (j *Judge) sideNote(l *scan.Lock, c scan.Claim) string { return sideNoteOf(c, j.probeSide(l, c)) }
+
+// sideNoteOf is sideNote for a maker already probed: by.
+func sideNoteOf(c scan.Claim, by Proc) string {
+	return fmt.Sprintf("side file %s: %s by %s", quoteName(c.Record.File), c.Kind, byWord(c.By, by))
 }
 
 func byWord(pid int64, p Proc) string {
