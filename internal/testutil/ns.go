@@ -36,18 +36,6 @@ type Container struct {
 // test where that cannot be done (not root, no unshare).
 func StartContainer(t T, inner int, payload string) *Container {
 	t.Helper()
-	return startContainer(t, inner, payload, "--mount-proc")
-}
-
-// StartContainerWithHostProc is StartContainer without a /proc of the
-// namespace's own: it keeps the host's, as some containers do.
-func StartContainerWithHostProc(t T, inner int, payload string) *Container {
-	t.Helper()
-	return startContainer(t, inner, payload)
-}
-
-func startContainer(t T, inner int, payload string, extra ...string) *Container {
-	t.Helper()
 	if os.Geteuid() != 0 {
 		skip(t, "a pid namespace needs root")
 	}
@@ -55,16 +43,9 @@ func startContainer(t T, inner int, payload string, extra ...string) *Container 
 	if err != nil {
 		skip(t, "no unshare (util-linux)")
 	}
-	// The host's /proc says nothing of the new namespace's ns_last_pid:
-	// with --mount-proc it is the namespace's own; otherwise the pid is
-	// forced through the mount of a /proc made for the purpose.
+	// ns_last_pid of the namespace's own /proc sets the next pid there.
 	script := fmt.Sprintf(`echo %d > /proc/sys/kernel/ns_last_pid && { %s & } && echo ready $! && wait`, inner-1, payload)
-	if len(extra) == 0 {
-		script = fmt.Sprintf(`d=$(mktemp -d) && mount -t proc proc "$d" && echo %d > "$d"/sys/kernel/ns_last_pid && umount "$d" && rmdir "$d" && { %s & } && echo ready $! && wait`, inner-1, payload)
-		extra = []string{"--mount", "--propagation", "private"}
-	}
-	args := append([]string{"--pid", "--fork", "--kill-child"}, extra...)
-	cmd := exec.Command(unshare, append(args, "sh", "-c", script)...)
+	cmd := exec.Command(unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatalf("%v", err)
