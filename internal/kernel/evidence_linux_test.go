@@ -437,17 +437,7 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it starts root-owned holders and asks as nobody")
 	}
-	exe := testExe(t)
-	dir, err := os.MkdirTemp("/tmp", "lockctl-evidence-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "kernel.test")
-	copyExecutable(t, exe, bin)
+	dir, bin := publicTestBinary(t)
 
 	free, locked, open := filepath.Join(dir, "free.lock"), filepath.Join(dir, "locked.lock"), filepath.Join(dir, "open.lock")
 	for _, p := range []string{free, locked, open} {

@@ -196,21 +196,7 @@ func TestKernelProbeEPERM(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the test re-runs itself as nobody to probe a process nobody may not signal")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("cannot find the test binary: %v", err)
-	}
-	// t.TempDir's parents may be 0700: nobody must reach the copy.
-	dir, err := os.MkdirTemp("/tmp", "lockctl-verdict-eperm-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "kernel.test")
-	copyExecutable(t, exe, bin)
+	dir, bin := publicTestBinary(t)
 
 	cmd := exec.Command(bin, "-test.run=^TestKernelProbeEPERM$", "-test.count=1", "-test.v")
 	cmd.Dir = dir
@@ -261,6 +247,24 @@ func probeAsChild(t *testing.T) {
 		b, _ := json.Marshal(res)
 		fmt.Printf("%s%s\n", resultMarker, b)
 	}
+}
+
+// publicTestBinary copies this test binary into a new 0755 directory
+// outside t.TempDir (whose parents may be 0700), so that nobody can run it,
+// and returns the directory and the copy.
+func publicTestBinary(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "lockctl-kernel-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "kernel.test")
+	copyExecutable(t, testExe(t), bin)
+	return dir, bin
 }
 
 func copyExecutable(t *testing.T, from, to string) {
