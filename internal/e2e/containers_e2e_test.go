@@ -307,7 +307,7 @@ func runAs(t *testing.T, c *exec.Cmd) ([]byte, int) {
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):
-			_ = c.Process.Kill()
+			killWithChildren(c.Process)
 		}
 	}()
 	err := c.Wait()
@@ -371,7 +371,7 @@ func TestWaiterAcrossNamespaces(t *testing.T) {
 				}
 				t.Cleanup(func() {
 					if c.ProcessState == nil {
-						_ = c.Process.Kill()
+						killWithChildren(c.Process)
 						_ = c.Wait()
 					}
 				})
@@ -448,4 +448,15 @@ func TestRenamedHostJudgesThisBoot(t *testing.T) {
 		t.Errorf("lockctl run under another host name exited %d on a gone lock of this boot:\n%s", code, out)
 	}
 	testutil.WantNames(t, dir)
+}
+
+// killWithChildren SIGKILLs p's children, then p. For unshare --fork the
+// child is the namespace's init: killed first, it is reaped by unshare,
+// where killing unshare alone would leave it a zombie of this machine's
+// pid 1, which reaps nothing.
+func killWithChildren(p *os.Process) {
+	for _, c := range lcChildren(p.Pid) {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	_ = p.Kill()
 }
