@@ -163,27 +163,26 @@ func (f *Fixer) claimName(l *scan.Lock, token string) string {
 	return fmt.Sprintf("%s.dead.%d.%d%s", l.Name, f.Pid, rand.Uint32(), ns)
 }
 
-// place is a directory entry: a directory descriptor, its path, a name.
+// place is a name in an open directory.
 type place struct {
-	fd   int
-	dir  string
+	at   fsx.Dir
 	name string
 }
 
-func (p place) path() string { return filepath.Join(p.dir, p.name) }
+func (p place) path() string { return p.at.Join(p.name) }
 
 // reopen opens the judged lock's directory without following a symbolic
 // link anywhere in its path, and checks that the lock is still the entry
 // judged (and, with unchanged, not modified since). The caller closes the
-// descriptor; when the outcome is not nil, there is nothing to close.
-func (f *Fixer) reopen(l *scan.Lock, unchanged bool) (int, *Outcome) {
+// directory; when the outcome is not nil, there is nothing to close.
+func (f *Fixer) reopen(l *scan.Lock, unchanged bool) (fsx.Dir, *Outcome) {
 	f.hook(BeforeOpen, l)
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	d, err := fsx.OpenDir(l.Dir)
 	if err != nil {
 		o := kept("cannot open the registry directory: %v", err)
-		return -1, &o
+		return fsx.Dir{}, &o
 	}
-	cur, err := fsx.Lstatat(dfd, l.Dir, l.Name)
+	cur, err := d.Lstat(l.Name)
 	var o Outcome
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -195,10 +194,10 @@ func (f *Fixer) reopen(l *scan.Lock, unchanged bool) (int, *Outcome) {
 	case unchanged && !cur.Mtime.Equal(l.Info.Mtime):
 		o = skipped("the lock changed since it was judged; run lockctl doctor again")
 	default:
-		return dfd, nil
+		return d, nil
 	}
-	fsx.Close(dfd)
-	return -1, &o
+	d.Close()
+	return fsx.Dir{}, &o
 }
 
 func (f *Fixer) sweep(res verdict.Result) Outcome {
@@ -209,37 +208,37 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
 		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
 	}
-	dfd, out := f.reopen(l, false)
+	d, out := f.reopen(l, false)
 	if out != nil {
 		return *out
 	}
-	defer fsx.Close(dfd)
+	defer d.Close()
 	judged := l.Holders[0]
-	lockDir := place{dfd, l.Dir, l.Name}
-	claim := func(token string) place { return place{dfd, l.Dir, f.claimName(l, token)} }
+	lockDir := place{d, l.Name}
+	claim := func(token string) place { return place{d, f.claimName(l, token)} }
 	switch {
 	case l.Kind == scan.KindFile:
 		// The lock file is its own record: claiming it frees the lock.
 		return f.claimJudgeRemove(l, judged, lockDir, claim(""), nil)
 	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryA:
-		from := place{dfd, l.Dir, l.Name + ".holder"}
+		from := place{d, l.Name + ".holder"}
 		return f.claimJudgeRemove(l, judged, from, claim(""), &lockDir)
 	case l.Kind == scan.KindDir && (l.Format == scan.FormatRegistryB || l.Format == scan.FormatLockctl):
 		if n := len(l.Writers) + len(l.Pending) + len(l.Others); n > 0 {
 			return kept("the lock directory holds %d entries besides its holder record", n)
 		}
-		lfd, err := fsx.OpenDirAt(dfd, l.Dir, l.Name)
+		in, err := d.OpenDir(l.Name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return alreadyGone()
 		}
 		if err != nil {
 			return kept("cannot open the lock directory: %v", err)
 		}
-		defer fsx.Close(lfd)
-		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.Info.Same(st) {
+		defer in.Close()
+		if st, err := in.Stat(); err != nil || !l.Info.Same(st) {
 			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 		}
-		from := place{lfd, l.Path, strings.TrimPrefix(judged.File, l.Name+"/")}
+		from := place{in, strings.TrimPrefix(judged.File, l.Name+"/")}
 		return f.claimJudgeRemove(l, judged, from, claim(judged.Holder.Token), &lockDir)
 	}
 	return kept("lockctl does not know how to remove a %s %s lock safely", l.Format, l.Kind)
@@ -271,18 +270,18 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 	// one judged, and only if it is empty.
 	f.hook(BeforeRemove, l)
 	if dir != nil {
-		cur, err := fsx.Lstatat(dir.fd, dir.dir, dir.name)
+		cur, err := dir.at.Lstat(dir.name)
 		if err != nil || !l.Info.Same(cur) {
 			return back("the lock directory changed while it was being broken")
 		}
-		if err := fsx.Unlinkat(dir.fd, dir.dir, dir.name, true); err != nil {
+		if err := dir.at.Rmdir(dir.name); err != nil {
 			if fsx.IsNotEmpty(err) {
 				return back("the lock directory is no longer empty")
 			}
 			return back("cannot remove the lock directory: %v", err)
 		}
 	}
-	if err := fsx.Unlinkat(c.fd, c.dir, c.name, false); err != nil {
+	if err := c.at.Remove(c.name); err != nil {
 		return Outcome{Action: Removed, Reason: fmt.Sprintf("%s; but its claim %s could not be removed: %v", goneWhy(rec), c.path(), err)}
 	}
 	return Outcome{Action: Removed, Reason: goneWhy(rec)}
@@ -305,11 +304,11 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	// after it, no one else can claim this record, and the record we judged
 	// is either ours or gone.
 	f.hook(BeforeClaim, l)
-	err := fsx.RenameNoReplace(from.fd, from.dir, from.name, claim.fd, claim.dir, claim.name)
+	err := from.at.RenameNoReplace(from.name, claim.at, claim.name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o := skipped("another process claimed or released it first")
-		if _, err := fsx.Lstatat(claim.fd, l.Dir, l.Name); errors.Is(err, fs.ErrNotExist) {
+		if _, err := claim.at.Lstat(l.Name); errors.Is(err, fs.ErrNotExist) {
 			o = alreadyGone()
 		}
 		return scan.Record{}, &o
@@ -324,7 +323,7 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	// A lock that changed hands between the judgement and the claim fails
 	// here, and its new owner's record goes straight back.
 	f.hook(BeforeVerify, l)
-	data, st, truncated, err := fsx.ReadFileAt(claim.fd, claim.dir, claim.name, scan.MaxRecord)
+	data, st, truncated, err := claim.at.ReadFile(claim.name, scan.MaxRecord)
 	var why string
 	switch {
 	case err != nil:
@@ -347,7 +346,7 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 // anything that now stands there. If it cannot, the claim stays where it is,
 // named in the outcome as a conflict for a person to resolve.
 func (f *Fixer) rollback(claim, to place, why string) Outcome {
-	err := fsx.MoveNoReplace(claim.fd, claim.dir, claim.name, to.fd, to.dir, to.name)
+	err := claim.at.MoveNoReplace(claim.name, to.at, to.name)
 	if err == nil {
 		return kept("%s; the record was put back", why)
 	}
@@ -370,12 +369,12 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 		return kept("cannot tell which side file to resolve")
 	}
 	f.hook(BeforeOpen, l)
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	d, err := fsx.OpenDir(l.Dir)
 	if err != nil {
 		return kept("cannot open the registry directory: %v", err)
 	}
-	defer fsx.Close(dfd)
-	sc := &sideClaims{f: f, l: l, dfd: dfd}
+	defer d.Close()
+	sc := &sideClaims{f: f, l: l, d: d}
 	defer sc.close()
 	if restoreTo != "" {
 		from, sub, err := sc.open(targets[0])
@@ -383,7 +382,7 @@ func (f *Fixer) finish(res verdict.Result) Outcome {
 			return kept("cannot open the side file's directory: %v", err)
 		}
 		if sub != nil {
-			defer fsx.Close(from.fd)
+			defer from.at.Close()
 		}
 		return f.restore(l, *targets[0], from, restoreTo)
 	}
@@ -436,10 +435,10 @@ func sidesToResolve(res verdict.Result) (restoreTo string, targets []*scan.Claim
 // claimed for itself, in the order it claimed them. It is not safe for
 // concurrent use.
 type sideClaims struct {
-	f   *Fixer
-	l   *scan.Lock
-	dfd int
-	hs  []heldSide
+	f  *Fixer
+	l  *scan.Lock
+	d  fsx.Dir // the lock's directory
+	hs []heldSide
 }
 
 // heldSide is one side file claimed: where it was, where it is now, and
@@ -455,14 +454,14 @@ type heldSide struct {
 // open finds where side file c is: beside the lock, or (an unpublished
 // record) inside its build directory, which sub then names.
 func (sc *sideClaims) open(c *scan.Claim) (from place, sub *place, err error) {
-	from = place{sc.dfd, sc.l.Dir, c.Record.File}
+	from = place{sc.d, c.Record.File}
 	if d := filepath.Dir(c.Record.File); d != "." {
-		sfd, err := fsx.OpenDirAt(sc.dfd, sc.l.Dir, d)
+		sd, err := sc.d.OpenDir(d)
 		if err != nil {
 			return place{}, nil, err
 		}
-		from = place{sfd, filepath.Join(sc.l.Dir, d), filepath.Base(c.Record.File)}
-		sub = &place{sc.dfd, sc.l.Dir, d}
+		from = place{sd, filepath.Base(c.Record.File)}
+		sub = &place{sc.d, d}
 	}
 	return from, sub, nil
 }
@@ -470,7 +469,7 @@ func (sc *sideClaims) open(c *scan.Claim) (from place, sub *place, err error) {
 func (sc *sideClaims) close() {
 	for _, h := range sc.hs {
 		if h.sub != nil {
-			fsx.Close(h.from.fd)
+			h.from.at.Close()
 		}
 	}
 }
@@ -486,11 +485,11 @@ func (sc *sideClaims) claimAll(targets []*scan.Claim) *Outcome {
 			o := sc.back("cannot open the side file's directory: %v", err)
 			return &o
 		}
-		mine := place{sc.dfd, sc.l.Dir, sc.f.claimName(sc.l, "")}
+		mine := place{sc.d, sc.f.claimName(sc.l, "")}
 		rec, out := sc.f.bind(sc.l, c.Record, from, mine)
 		if out != nil {
 			if sub != nil {
-				fsx.Close(from.fd)
+				from.at.Close()
 			}
 			if len(sc.hs) == 0 {
 				return out
@@ -520,24 +519,24 @@ func (sc *sideClaims) back(format string, args ...any) Outcome {
 func (sc *sideClaims) remove(res verdict.Result, targets []*scan.Claim) Outcome {
 	l := sc.l
 	if removesLock(res, l) {
-		cur, err := fsx.Lstatat(sc.dfd, l.Dir, l.Name)
+		cur, err := sc.d.Lstat(l.Name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil || !l.Info.Same(cur):
 			return sc.back("the lock directory changed while the claim was being finished")
 		default:
-			if err := fsx.Unlinkat(sc.dfd, l.Dir, l.Name, true); err != nil {
+			if err := sc.d.Rmdir(l.Name); err != nil {
 				return sc.back("cannot remove the lock directory: %v", err)
 			}
 		}
 	}
 	var left []string
 	for _, h := range sc.hs {
-		if err := fsx.Unlinkat(h.mine.fd, h.mine.dir, h.mine.name, false); err != nil {
+		if err := h.mine.at.Remove(h.mine.name); err != nil {
 			left = append(left, h.mine.path())
 		}
 		if h.sub != nil {
-			if err := fsx.Unlinkat(h.sub.fd, h.sub.dir, h.sub.name, true); err != nil {
+			if err := h.sub.at.Rmdir(h.sub.name); err != nil {
 				left = append(left, h.sub.path())
 			}
 		}
@@ -566,22 +565,22 @@ func removesLock(res verdict.Result, l *scan.Lock) bool {
 
 // restore puts an abandoned claim of a live holder's record back at to.
 func (f *Fixer) restore(l *scan.Lock, c scan.Claim, from place, to string) Outcome {
-	dst := place{from.fd, l.Dir, filepath.Base(to)}
+	dst := place{from.at, filepath.Base(to)}
 	if filepath.Dir(to) == l.Path {
-		lfd, err := fsx.OpenDirAt(from.fd, l.Dir, l.Name)
+		in, err := from.at.OpenDir(l.Name)
 		if err != nil {
 			return kept("cannot open the lock directory: %v", err)
 		}
-		defer fsx.Close(lfd)
-		if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.Info.Same(st) {
+		defer in.Close()
+		if st, err := in.Stat(); err != nil || !l.Info.Same(st) {
 			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 		}
-		dst = place{lfd, l.Path, filepath.Base(to)}
+		dst = place{in, filepath.Base(to)}
 	} else if filepath.Dir(to) != l.Dir {
 		return kept("cannot tell where the claimed record belongs")
 	}
 	// The claim must still be the file judged, or it is not ours to move.
-	data, st, _, err := fsx.ReadFileAt(from.fd, from.dir, from.name, scan.MaxRecord)
+	data, st, _, err := from.at.ReadFile(from.name, scan.MaxRecord)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return skipped("another process resolved the claim first")
@@ -591,7 +590,7 @@ func (f *Fixer) restore(l *scan.Lock, c scan.Claim, from place, to string) Outco
 		return skipped("the claim changed since it was judged; run lockctl doctor again")
 	}
 	f.hook(BeforeRemove, l)
-	err = fsx.RenameNoReplace(from.fd, from.dir, from.name, dst.fd, dst.dir, dst.name)
+	err = from.at.RenameNoReplace(from.name, dst.at, dst.name)
 	switch {
 	case err == nil:
 		return Outcome{Action: Restored, Reason: fmt.Sprintf("the breaker was gone and pid %s, whose record it claimed, is alive: its record is back at %s", c.Record.Holder.PidText, dst.path())}
@@ -623,13 +622,13 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	case len(l.Claims) > 0 || len(l.Others) > 0 || len(l.Writers) > 0 || len(l.Pending) > 0:
 		return kept("owner-less, but side files or other entries sit with it; resolve it by hand")
 	}
-	dfd, out := f.reopen(l, true)
+	d, out := f.reopen(l, true)
 	if out != nil {
 		return *out
 	}
-	defer fsx.Close(dfd)
-	lockPlace := place{dfd, l.Dir, l.Name}
-	claim := place{dfd, l.Dir, f.claimName(l, "")}
+	defer d.Close()
+	lockPlace := place{d, l.Name}
+	claim := place{d, f.claimName(l, "")}
 	switch {
 	case l.Kind == scan.KindFile && len(l.Holders) == 1:
 		return f.legacyFile(l, lockPlace, claim)
@@ -664,7 +663,7 @@ func (f *Fixer) legacyFile(l *scan.Lock, lock, claim place) Outcome {
 		return f.rollback(claim, lock, why)
 	}
 	f.hook(BeforeRemove, l)
-	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, false); err != nil {
+	if err := claim.at.Remove(claim.name); err != nil {
 		return kept("cannot remove the claimed lock %s: %v", claim.path(), err)
 	}
 	return Outcome{Action: Removed, Reason: "owner-less and unchanged for longer than --legacy-older-than, with no holder the kernel knows of: claimed, checked, judged again and removed"}
@@ -674,7 +673,7 @@ func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
 	// 1. Claim the directory itself: from here on, whatever is done to it
 	// is done to the inode judged, wherever its name goes.
 	f.hook(BeforeClaim, l)
-	err := fsx.RenameNoReplace(lock.fd, lock.dir, lock.name, claim.fd, claim.dir, claim.name)
+	err := lock.at.RenameNoReplace(lock.name, claim.at, claim.name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return alreadyGone()
@@ -685,16 +684,16 @@ func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
 	}
 	// 2. Verify: the same directory, and still empty.
 	f.hook(BeforeVerify, l)
-	cfd, err := fsx.OpenDirAt(claim.fd, claim.dir, claim.name)
+	cd, err := claim.at.OpenDir(claim.name)
 	if err != nil {
 		return f.rollback(claim, lock, fmt.Sprintf("cannot open the claimed directory: %v", err))
 	}
-	defer fsx.Close(cfd)
-	st, err := fsx.Fstat(cfd, claim.path())
+	defer cd.Close()
+	st, err := cd.Stat()
 	if err != nil || !l.Info.Same(st) {
 		return f.rollback(claim, lock, "the directory changed since it was judged")
 	}
-	if ents, err := fsx.ReadDir(cfd, claim.path()); err != nil || len(ents) > 0 {
+	if ents, err := cd.List(); err != nil || len(ents) > 0 {
 		return f.rollback(claim, lock, "the directory is no longer empty")
 	}
 	// 3. Judge again, with the kernel asked again.
@@ -704,7 +703,7 @@ func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
 	}
 	// 4. Remove: rmdir fails if anything was put inside meanwhile.
 	f.hook(BeforeRemove, l)
-	if err := fsx.Unlinkat(claim.fd, claim.dir, claim.name, true); err != nil {
+	if err := claim.at.Rmdir(claim.name); err != nil {
 		return f.rollback(claim, lock, fmt.Sprintf("cannot remove the claimed directory: %v", err))
 	}
 	return Outcome{Action: Removed, Reason: "an empty lock directory, unchanged for longer than --legacy-older-than, with no holder the kernel knows of: claimed, checked, judged again and removed"}
@@ -722,11 +721,11 @@ func (f *Fixer) Debris(res verdict.Result) int {
 	if len(res.Debris) == 0 {
 		return 0
 	}
-	dfd, err := fsx.OpenDirNoFollow(l.Dir)
+	d, err := fsx.OpenDir(l.Dir)
 	if err != nil {
 		return 0
 	}
-	defer fsx.Close(dfd)
+	defer d.Close()
 	removed := 0
 	for _, s := range res.Debris {
 		if s.Op != verdict.OpRmdir || filepath.Dir(s.Path) != l.Dir {
@@ -739,10 +738,10 @@ func (f *Fixer) Debris(res verdict.Result) int {
 			continue
 		}
 		mine := fmt.Sprintf("%s.new.%s.%d", l.Name, rest[:i], f.Pid)
-		if err := fsx.RenameNoReplace(dfd, l.Dir, name, dfd, l.Dir, mine); err != nil {
+		if err := d.RenameNoReplace(name, d, mine); err != nil {
 			continue // another sweeper took it, or it is gone
 		}
-		if fsx.RemoveWith(dfd, l.Dir, mine, "holder") == nil {
+		if d.RemoveWith(mine, "holder") == nil {
 			removed++
 		}
 	}

@@ -157,11 +157,11 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: encode(h), hook: opts.Hook}
-	dfd, err := fsx.OpenDirNoFollow(dir)
+	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
-	defer fsx.Close(dfd)
+	defer d.Close()
 
 	// Build the whole lock beside its final name (<lock>.new.<token>, a
 	// name that claims nothing about the lock that may be there): a directory holding the
@@ -171,21 +171,21 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	// The build names its maker: once this process is gone it is debris,
 	// whoever the record names as holder.
 	tmp := fmt.Sprintf("%s.new.%s.%d", name, h.Token, os.Getpid())
-	if err := fsx.MkdirAt(dfd, dir, tmp, 0o755); err != nil {
+	if err := d.Mkdir(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	published := false
 	defer func() {
 		if !published {
-			removeBuilt(dfd, dir, tmp)
+			removeBuilt(d, tmp)
 		}
 	}()
-	if err := l.build(dfd, tmp); err != nil {
+	if err := l.build(d, tmp); err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	l.at(Built)
 
-	published, err = l.publish(ctx, dfd, tmp)
+	published, err = l.publish(ctx, d, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 // ctx is done. published says the build was renamed into place (and is no
 // longer to be removed), even when the error after it says the lock could
 // not be made durable.
-func (l *Lock) publish(ctx context.Context, dfd int, tmp string) (published bool, err error) {
+func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bool, err error) {
 	abs, dir, name := l.Path, l.dir, l.name
 	host := localHost()
 	// The kernel's lock table is asked only when a holder reads gone: a
@@ -210,13 +210,13 @@ func (l *Lock) publish(ctx context.Context, dfd int, tmp string) (published bool
 	for quick := 0; ; {
 		// Publish: the rename succeeds only if nothing, not even an empty
 		// directory, stands at the lock's name.
-		err := fsx.RenameNoReplace(dfd, dir, tmp, dfd, dir, name)
+		err := d.RenameNoReplace(tmp, d, name)
 		if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
-			err = l.publishByMkdir(dfd, tmp)
+			err = l.publishByMkdir(d, tmp)
 		}
 		switch {
 		case err == nil:
-			if err := l.settle(dfd); err != nil {
+			if err := l.settle(d); err != nil {
 				return true, err
 			}
 			l.at(Published)
@@ -261,27 +261,27 @@ func (l *Lock) publish(ctx context.Context, dfd int, tmp string) (published bool
 }
 
 // build writes the record into the fresh directory tmp and fsyncs both.
-func (l *Lock) build(dfd int, tmp string) error {
-	tfd, err := fsx.OpenDirAt(dfd, l.dir, tmp)
+func (l *Lock) build(d fsx.Dir, tmp string) error {
+	t, err := d.OpenDir(tmp)
 	if err != nil {
 		return err
 	}
-	defer fsx.Close(tfd)
-	if l.recInfo, err = fsx.CreateAt(tfd, filepath.Join(l.dir, tmp), "holder", l.record, 0o644); err != nil {
+	defer t.Close()
+	if l.recInfo, err = t.Create("holder", l.record, 0o644); err != nil {
 		return err
 	}
-	return fsx.Fsync(tfd, filepath.Join(l.dir, tmp))
+	return t.Sync()
 }
 
 // publishByMkdir is the fallback where the file system cannot rename
 // without replacing: make the lock directory, then move the record into it.
 // Between the two steps the lock is empty, and a crash there leaves an
 // owner-less lock (which doctor reports and nothing breaks automatically).
-func (l *Lock) publishByMkdir(dfd int, tmp string) (err error) {
-	if err := fsx.MkdirAt(dfd, l.dir, l.name, 0o755); err != nil {
+func (l *Lock) publishByMkdir(d fsx.Dir, tmp string) (err error) {
+	if err := d.Mkdir(l.name, 0o755); err != nil {
 		return err
 	}
-	made, err := fsx.Lstatat(dfd, l.dir, l.name)
+	made, err := d.Lstat(l.name)
 	if err != nil {
 		return err
 	}
@@ -290,34 +290,34 @@ func (l *Lock) publishByMkdir(dfd int, tmp string) (err error) {
 		// just made, lest it stand as an owner-less lock nothing breaks.
 		// Only that directory, and only while empty (rmdir refuses else).
 		if err != nil {
-			if st, serr := fsx.Lstatat(dfd, l.dir, l.name); serr == nil && made.Same(st) {
-				_ = fsx.Unlinkat(dfd, l.dir, l.name, true)
+			if st, serr := d.Lstat(l.name); serr == nil && made.Same(st) {
+				_ = d.Rmdir(l.name)
 			}
 		}
 	}()
-	tfd, err := fsx.OpenDirAt(dfd, l.dir, tmp)
+	t, err := d.OpenDir(tmp)
 	if err != nil {
 		return err
 	}
-	defer fsx.Close(tfd)
-	lfd, err := fsx.OpenDirAt(dfd, l.dir, l.name)
+	defer t.Close()
+	in, err := d.OpenDir(l.name)
 	if err != nil {
 		return err
 	}
-	defer fsx.Close(lfd)
-	if err := fsx.Linkat(tfd, filepath.Join(l.dir, tmp), "holder", lfd, l.Path, "holder"); err != nil {
+	defer in.Close()
+	if err := t.Link("holder", in, "holder"); err != nil {
 		return err
 	}
-	removeBuilt(dfd, l.dir, tmp)
+	removeBuilt(d, tmp)
 	return nil
 }
 
 // settle makes the published lock durable and remembers what it is.
-func (l *Lock) settle(dfd int) error {
-	if err := fsx.Fsync(dfd, l.dir); err != nil {
+func (l *Lock) settle(d fsx.Dir) error {
+	if err := d.Sync(); err != nil {
 		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
 	}
-	st, err := fsx.Lstatat(dfd, l.dir, l.name)
+	st, err := d.Lstat(l.name)
 	if err != nil {
 		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
 	}
@@ -326,7 +326,7 @@ func (l *Lock) settle(dfd int) error {
 }
 
 // removeBuilt removes an unpublished record directory.
-func removeBuilt(dfd int, dir, tmp string) { _ = fsx.RemoveWith(dfd, dir, tmp, "holder") }
+func removeBuilt(d fsx.Dir, tmp string) { _ = d.RemoveWith(tmp, "holder") }
 
 func (l *Lock) at(p Point) {
 	if l.hook != nil {
@@ -358,24 +358,24 @@ func waitError(path string, res verdict.Result, err error) error {
 // record was replaced (the lock was broken and taken over), everything is
 // left in place and *TakenOverError is returned.
 func (l *Lock) Release() error {
-	dfd, err := fsx.OpenDirNoFollow(l.dir)
+	d, err := fsx.OpenDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)
 	}
-	defer fsx.Close(dfd)
-	lfd, err := fsx.OpenDirAt(dfd, l.dir, l.name)
+	defer d.Close()
+	in, err := d.OpenDir(l.name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &TakenOverError{Path: l.Path, Reason: "the lock is gone: it was broken by someone else"}
 	}
 	if err != nil {
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)
 	}
-	defer fsx.Close(lfd)
-	if st, err := fsx.Fstat(lfd, l.Path); err != nil || !l.dirInfo.Same(st) {
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || !l.dirInfo.Same(st) {
 		return &TakenOverError{Path: l.Path, Reason: "the lock directory was replaced: it was broken and taken by someone else"}
 	}
 	// Look before touching: a record that is not ours is left untouched.
-	if data, st, _, err := fsx.ReadFileAt(lfd, l.Path, "holder", scan.MaxRecord); err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
+	if data, st, _, err := in.ReadFile("holder", scan.MaxRecord); err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
 		return &TakenOverError{Path: l.Path, Reason: "the record in it is not the one this holder wrote"}
 	}
 	// The claim names this releaser apart from the holder, so that a
@@ -383,7 +383,7 @@ func (l *Lock) Release() error {
 	claim := fmt.Sprintf("%s.rel.%s.%d", l.name, l.Holder.Token, os.Getpid())
 	// On NFS and the like, a link and an unlink: for a moment the record
 	// has both names; then only the claim's.
-	err = fsx.MoveNoReplace(lfd, l.Path, "holder", dfd, l.dir, claim)
+	err = in.MoveNoReplace("holder", d, claim)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return &TakenOverError{Path: l.Path, Reason: "the record vanished: the lock was broken by someone else"}
@@ -392,7 +392,7 @@ func (l *Lock) Release() error {
 	}
 	l.at(ReleaseClaimed)
 	back := func(why string) error {
-		err := fsx.MoveNoReplace(dfd, l.dir, claim, lfd, l.Path, "holder")
+		err := d.MoveNoReplace(claim, in, "holder")
 		if err != nil {
 			return fmt.Errorf("cannot release %s: %s, and the record could not be put back (%v): it is kept in %s", l.Path, why, err, filepath.Join(l.dir, claim))
 		}
@@ -400,23 +400,23 @@ func (l *Lock) Release() error {
 	}
 	// The claimed file must be ours, inode and bytes: if the lock changed
 	// hands between the look and the claim, it goes straight back.
-	data, st, _, err := fsx.ReadFileAt(dfd, l.dir, claim, scan.MaxRecord)
+	data, st, _, err := d.ReadFile(claim, scan.MaxRecord)
 	if err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
 		return back("the record in it is not the one this holder wrote")
 	}
 	// rmdir works by name: check the name still holds the directory this
 	// holder published, so that it can never remove someone else's.
-	if st, err := fsx.Lstatat(dfd, l.dir, l.name); err != nil || !l.dirInfo.Same(st) {
+	if st, err := d.Lstat(l.name); err != nil || !l.dirInfo.Same(st) {
 		return back("the lock directory was replaced while it was being released")
 	}
-	if err := fsx.Unlinkat(dfd, l.dir, l.name, true); err != nil {
+	if err := d.Rmdir(l.name); err != nil {
 		if e := back("the lock directory could not be removed"); !errors.As(e, new(*TakenOverError)) {
 			return e
 		}
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)
 	}
 	l.at(ReleaseRemoved)
-	if err := fsx.Unlinkat(dfd, l.dir, claim, false); err != nil {
+	if err := d.Remove(claim); err != nil {
 		return fmt.Errorf("released %s, but its claim could not be removed: %w", l.Path, err)
 	}
 	return nil

@@ -119,12 +119,12 @@ func (w *Walker) found(l *Lock) {
 func (w *Walker) Walk(r Root) error {
 	if r.Lock {
 		dir, name := filepath.Dir(r.Path), filepath.Base(r.Path)
-		fd, err := fsx.OpenRoot(dir)
+		d, err := fsx.OpenRoot(dir)
 		if err != nil {
 			return err
 		}
-		defer fsx.Close(fd)
-		l, err := w.named(fd, dir, name)
+		defer d.Close()
+		l, err := w.named(d, name)
 		if err != nil {
 			return err
 		}
@@ -134,46 +134,46 @@ func (w *Walker) Walk(r Root) error {
 		w.found(l)
 		return nil
 	}
-	fd, err := fsx.OpenRoot(r.Path)
+	d, err := fsx.OpenRoot(r.Path)
 	if err != nil {
 		return err
 	}
-	st, err := fsx.Fstat(fd, r.Path)
+	st, err := d.Stat()
 	if err != nil {
-		fsx.Close(fd)
+		d.Close()
 		return err
 	}
 	if w.Workers > 1 && w.slot == nil {
 		w.slot = make(chan struct{}, w.Workers-1)
 	}
-	w.dir(fd, r.Path, 0, []devIno{{st.Dev, st.Ino}})
+	w.dir(d, 0, []devIno{{st.Dev, st.Ino}})
 	w.wg.Wait()
 	return nil
 }
 
-// named reads the lock name in the directory open at fd, whatever its name,
+// named reads the lock name in the directory d, whatever its name,
 // with the side files that extend its name. It returns nil if neither the
 // lock nor any side file exists.
-func (w *Walker) named(fd int, dir, name string) (*Lock, error) {
-	sides, found, err := listSides(fd, dir, name)
+func (w *Walker) named(d fsx.Dir, name string) (*Lock, error) {
+	sides, found, err := listSides(d, name)
 	if err != nil {
 		return nil, err
 	}
-	dfs := &dirFS{fd: fd, path: dir}
+	dfs := &dirFS{dir: d}
 	switch {
 	case found:
-		return w.read(fd, dir, name, sides, dfs), nil
+		return w.read(d, name, sides, dfs), nil
 	case len(sides) > 0:
-		return w.orphan(fd, dir, name, sides, dfs), nil
+		return w.orphan(d, name, sides, dfs), nil
 	}
 	return nil, nil
 }
 
-// listSides lists the directory open at fd for the side files of the lock
+// listSides lists the directory d for the side files of the lock
 // name (whatever its name), and says whether name itself is there.
-func listSides(fd int, dir, name string) (sides []side, found bool, err error) {
+func listSides(d fsx.Dir, name string) (sides []side, found bool, err error) {
 	m := exactMatcher(name)
-	err = fsx.ReadDirFunc(fd, dir, func(n string, _ fs.FileMode) {
+	err = d.Each(func(n string, _ fs.FileMode) {
 		if n == name {
 			found = true
 		} else if s, ok := m.side(n); ok {
@@ -186,8 +186,8 @@ func listSides(fd int, dir, name string) (sides []side, found bool, err error) {
 	return sides, found, err
 }
 
-func sidesOf(fd int, dir, name string) ([]side, error) {
-	sides, _, err := listSides(fd, dir, name)
+func sidesOf(d fsx.Dir, name string) ([]side, error) {
+	sides, _, err := listSides(d, name)
 	return sides, err
 }
 
@@ -195,12 +195,12 @@ func sidesOf(fd int, dir, name string) ([]side, error) {
 // following a symbolic link anywhere in its path, with its side files. It
 // returns nil, nil when nothing by that name (or extending it) exists.
 func ReadOne(dir, name string) (*Lock, error) {
-	fd, err := fsx.OpenDirNoFollow(dir)
+	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer fsx.Close(fd)
-	return (&Walker{}).named(fd, dir, name)
+	defer d.Close()
+	return (&Walker{}).named(d, name)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -208,8 +208,7 @@ type devIno struct{ dev, ino uint64 }
 // dirFS finds the file system of a directory once, and only if a lock in
 // it needs to know.
 type dirFS struct {
-	fd   int
-	path string
+	dir  fsx.Dir
 	done bool
 	fs   fsx.FS
 }
@@ -217,7 +216,7 @@ type dirFS struct {
 func (d *dirFS) get() fsx.FS {
 	if !d.done {
 		d.done = true
-		if fs, err := fsx.FSOf(d.fd, d.path); err == nil {
+		if fs, err := d.dir.FS(); err == nil {
 			d.fs = fs
 		} else {
 			// Unknown: treated like a network file system, the cautious side.
@@ -235,18 +234,18 @@ func (w *Walker) warn(err error) {
 	}
 }
 
-// dir handles one directory open at fd, and closes it. ancestors are the
+// dir handles the open directory d, and closes it. ancestors are the
 // directories on the path from the root, so a bind-mount loop is noticed
 // rather than walked forever (symbolic links are never followed, so they
 // cannot loop).
-func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
-	defer fsx.Close(fd)
+func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
+	defer d.Close()
 	var sides map[string][]side // most directories have none
 	var locks []string
 	var subdirs []string
-	// Names are lent by ReadDirFunc: clone only the ones kept.
+	// Names are lent by Each: clone only the ones kept.
 	n := int64(0)
-	err := fsx.ReadDirFunc(fd, path, func(name string, typ fs.FileMode) {
+	err := d.Each(func(name string, typ fs.FileMode) {
 		n++
 		if s, ok := w.Match.side(name); ok {
 			if sides == nil {
@@ -262,7 +261,7 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 			locks = append(locks, strings.Clone(name))
 			return
 		}
-		// ModeIrregular: the file system did not say; OpenDirAt decides.
+		// ModeIrregular: the file system did not say; OpenDir decides.
 		if typ == fs.ModeDir || typ == fs.ModeIrregular {
 			subdirs = append(subdirs, strings.Clone(name))
 		}
@@ -271,9 +270,9 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 	if err != nil {
 		w.warn(err) // keep what was listed before the error
 	}
-	dfs := &dirFS{fd: fd, path: path}
+	dfs := &dirFS{dir: d}
 	for _, name := range locks {
-		if l := w.read(fd, path, name, sides[name], dfs); l != nil {
+		if l := w.read(d, name, sides[name], dfs); l != nil {
 			w.found(l)
 		}
 		delete(sides, name)
@@ -285,25 +284,25 @@ func (w *Walker) dir(fd int, path string, depth int, ancestors []devIno) {
 		}
 		sort.Strings(bases)
 		for _, b := range bases {
-			w.found(w.orphan(fd, path, b, sides[b], dfs))
+			w.found(w.orphan(d, b, sides[b], dfs))
 		}
 	}
 	for _, name := range subdirs {
-		w.descend(fd, path, name, depth, ancestors)
+		w.descend(d, name, depth, ancestors)
 	}
 }
 
-// descend walks the subdirectory name of the directory open at fd, on
+// descend walks the subdirectory name of d, on
 // another goroutine when a worker is free: never through a symbolic link,
 // never deeper than MaxDepth, never into one of its own ancestors (a
 // bind-mount loop).
-func (w *Walker) descend(fd int, path, name string, depth int, ancestors []devIno) {
-	sub := filepath.Join(path, name)
+func (w *Walker) descend(d fsx.Dir, name string, depth int, ancestors []devIno) {
+	sub := d.Join(name)
 	if depth+1 > MaxDepth {
 		w.warn(fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth))
 		return
 	}
-	cfd, err := fsx.OpenDirAt(fd, path, name)
+	c, err := d.OpenDir(name)
 	if err != nil {
 		// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
 		// never followed. ENOENT: removed since it was listed.
@@ -312,10 +311,10 @@ func (w *Walker) descend(fd int, path, name string, depth int, ancestors []devIn
 		}
 		return
 	}
-	st, err := fsx.Fstat(cfd, sub)
+	st, err := c.Stat()
 	if err != nil {
 		w.warn(err)
-		fsx.Close(cfd)
+		c.Close()
 		return
 	}
 	key := devIno{st.Dev, st.Ino}
@@ -327,7 +326,7 @@ func (w *Walker) descend(fd int, path, name string, depth int, ancestors []devIn
 	}
 	if loop {
 		w.warn(fmt.Errorf("not walking %q: it is the same directory as one of its parents (a bind-mount loop)", sub))
-		fsx.Close(cfd)
+		c.Close()
 		return
 	}
 	// A fresh slice: goroutines must not share the backing array.
@@ -337,26 +336,26 @@ func (w *Walker) descend(fd int, path, name string, depth int, ancestors []devIn
 		w.wg.Add(1)
 		go func() {
 			defer func() { <-w.slot; w.wg.Done() }()
-			w.dir(cfd, sub, depth+1, anc)
+			w.dir(c, depth+1, anc)
 		}()
 	default: // no free worker (or none configured): walk it here
-		w.dir(cfd, sub, depth+1, anc)
+		w.dir(c, depth+1, anc)
 	}
 }
 
-// read reads the lock name in the directory open at fd, with its side files.
+// read reads the lock name in the directory d, with its side files.
 // It returns nil if the lock vanished and left nothing behind.
-func (w *Walker) read(fd int, dir, name string, sides []side, dfs *dirFS) *Lock {
-	l := &Lock{Path: filepath.Join(dir, name), Dir: dir, Name: name, Format: FormatUnrecognized, FS: dfs.get()}
+func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS) *Lock {
+	l := &Lock{Path: d.Join(name), Dir: d.Path(), Name: name, Format: FormatUnrecognized, FS: dfs.get()}
 	if w.beforeLockRead != nil {
 		w.beforeLockRead(name)
 	}
-	st, err := fsx.Lstatat(fd, dir, name)
+	st, err := d.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(sides) == 0 {
 			return nil
 		}
-		return w.orphan(fd, dir, name, sides, dfs)
+		return w.orphan(d, name, sides, dfs)
 	}
 	if err != nil {
 		l.Kind = KindOther
@@ -367,16 +366,16 @@ func (w *Walker) read(fd int, dir, name string, sides []side, dfs *dirFS) *Lock 
 	switch {
 	case st.Mode.IsDir():
 		l.Kind = KindDir
-		sides = w.readDir(fd, l, sides)
+		sides = w.readDir(d, l, sides)
 	case st.Mode.IsRegular():
 		l.Kind = KindFile
-		w.readFile(fd, l)
+		w.readFile(d, l)
 	case st.Mode&fs.ModeSymlink != 0:
 		l.Kind = KindSymlink
 	default:
 		l.Kind = KindOther
 	}
-	w.readSides(fd, l, sides)
+	w.readSides(d, l, sides)
 	if l.Kind == KindDir && l.Format == FormatEmpty {
 		// An empty lock directory whose record was claimed away: its
 		// format is the claimed record's.
@@ -390,9 +389,10 @@ func (w *Walker) read(fd int, dir, name string, sides []side, dfs *dirFS) *Lock 
 	return l
 }
 
-// readRecord reads one record file inside the directory open at fd.
-func readRecord(fd int, dir, name, file string) Record {
-	data, st, truncated, err := fsx.ReadFileAt(fd, dir, name, MaxRecord)
+// readRecord reads the record file name inside d; file is how the Record
+// names it.
+func readRecord(d fsx.Dir, name, file string) Record {
+	data, st, truncated, err := d.ReadFile(name, MaxRecord)
 	r := Record{File: file, Info: st, Raw: data}
 	switch {
 	case err != nil:
@@ -403,8 +403,8 @@ func readRecord(fd int, dir, name, file string) Record {
 	return r
 }
 
-func (w *Walker) readFile(fd int, l *Lock) {
-	r := readRecord(fd, l.Dir, l.Name, l.Name)
+func (w *Walker) readFile(d fsx.Dir, l *Lock) {
+	r := readRecord(d, l.Name, l.Name)
 	if r.Err == nil && !r.Info.SameFile(l.Info) {
 		r.Err = fmt.Errorf("%q was replaced while it was being read", l.Path)
 	}
@@ -417,19 +417,19 @@ func (w *Walker) readFile(fd int, l *Lock) {
 // readDir reads a directory lock: generation B records and evidence inside,
 // or the generation A holder beside it. It returns the side files it did
 // not consume.
-func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
-	dfd, err := fsx.OpenDirAt(fd, l.Dir, l.Name)
+func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) []side {
+	in, err := d.OpenDir(l.Name)
 	if err != nil {
 		l.Err = err
 		return sides
 	}
-	defer fsx.Close(dfd)
-	ents, err := fsx.ReadDir(dfd, l.Path)
+	defer in.Close()
+	ents, err := in.List()
 	if err != nil {
 		l.Err = err
 		return sides
 	}
-	lockctl := readInside(dfd, l, ents)
+	lockctl := readInside(in, l, ents)
 	switch {
 	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
 		l.Format = FormatLockctl
@@ -445,13 +445,13 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 	// and a record claimed out of it in between (a release or break under
 	// way) is a side file that listing missed. List them again, now: read
 	// in this order, a record is always seen in one place or the other.
-	if fresh, err := sidesOf(fd, l.Dir, l.Name); err == nil {
+	if fresh, err := sidesOf(d, l.Name); err == nil {
 		sides = fresh
 	}
 	// Generation A: the holder record is the sibling <lock>.holder.
 	for i, s := range sides {
 		if s.kind == ClaimHolder {
-			r := readRecord(fd, l.Dir, s.name, s.name)
+			r := readRecord(d, s.name, s.name)
 			if r.Err == nil {
 				r.Holder, r.Err = ParseRegistryA(r.Raw)
 			}
@@ -466,16 +466,16 @@ func (w *Walker) readDir(fd int, l *Lock, sides []side) []side {
 	return sides
 }
 
-// readInside reads what a lock directory holds, open at dfd, whose entries
+// readInside reads what the lock directory in holds, whose entries
 // are ents: lockctl's record, generation B records and writer evidence, and
 // anything else, which is counted as other. It reports whether lockctl's own
 // record is among them.
-func readInside(dfd int, l *Lock, ents []fsx.Entry) (lockctl bool) {
+func readInside(in fsx.Dir, l *Lock, ents []fsx.Entry) (lockctl bool) {
 	for _, e := range ents {
 		switch {
 		case e.Name == "holder":
 			// lockctl's own record.
-			r := readRecord(dfd, l.Path, e.Name, l.Name+"/"+e.Name)
+			r := readRecord(in, e.Name, l.Name+"/"+e.Name)
 			if r.Err == nil {
 				r.Holder, r.Err = ParseLockctl(r.Raw)
 			}
@@ -485,7 +485,7 @@ func readInside(dfd int, l *Lock, ents []fsx.Entry) (lockctl bool) {
 			tok := strings.TrimPrefix(e.Name, "holder.")
 			r := Record{File: l.Name + "/" + e.Name}
 			if len(l.Holders) < maxSideFiles {
-				r = readRecord(dfd, l.Path, e.Name, l.Name+"/"+e.Name)
+				r = readRecord(in, e.Name, l.Name+"/"+e.Name)
 			} else {
 				r.Err = fmt.Errorf("not read: more than %d holder records", maxSideFiles)
 			}
@@ -520,17 +520,17 @@ func readInside(dfd int, l *Lock, ents []fsx.Entry) (lockctl bool) {
 // readSides reads the claims, staging and unpublished records beside a lock.
 // Breaks and releases are read before builds: the records of many waiting
 // (or killed) acquirers must never crowd a claim out of the read limit.
-func (w *Walker) readSides(fd int, l *Lock, sides []side) {
+func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 	sort.SliceStable(sides, func(i, j int) bool { return sides[i].kind != ClaimBuild && sides[j].kind == ClaimBuild })
 	for i, s := range sides {
 		by, tok, maker := s.claimant()
 		c := Claim{Kind: s.kind, By: by, Maker: maker, Record: Record{File: s.name}}
 		if i < maxSideFiles {
-			c.Record = readRecord(fd, l.Dir, s.name, s.name)
+			c.Record = readRecord(d, s.name, s.name)
 			if errors.Is(c.Record.Err, fsx.ErrNotRegular) && c.Record.Info.Mode.IsDir() {
 				// lockctl builds its record in a directory beside the lock
 				// (<lock>.new.<token>/holder) before publishing it.
-				c.Record = readSideDir(fd, l.Dir, s.name)
+				c.Record = readSideDir(d, s.name)
 			}
 		} else {
 			c.Record.Err = fmt.Errorf("not read: more than %d side files", maxSideFiles)
@@ -557,20 +557,20 @@ func (w *Walker) readSides(fd int, l *Lock, sides []side) {
 }
 
 // readSideDir reads the record inside a side directory.
-func readSideDir(fd int, dir, name string) Record {
-	sfd, err := fsx.OpenDirAt(fd, dir, name)
+func readSideDir(d fsx.Dir, name string) Record {
+	sd, err := d.OpenDir(name)
 	if err != nil {
 		return Record{File: name, Err: err}
 	}
-	defer fsx.Close(sfd)
-	return readRecord(sfd, filepath.Join(dir, name), "holder", name+"/holder")
+	defer sd.Close()
+	return readRecord(sd, "holder", name+"/holder")
 }
 
 // orphan makes a Lock for side files whose lock no longer exists: an
 // abandoned break, release or publish.
-func (w *Walker) orphan(fd int, dir, base string, sides []side, dfs *dirFS) *Lock {
-	l := &Lock{Path: filepath.Join(dir, base), Dir: dir, Name: base, Kind: KindMissing, Format: FormatUnrecognized, FS: dfs.get()}
-	w.readSides(fd, l, sides)
+func (w *Walker) orphan(d fsx.Dir, base string, sides []side, dfs *dirFS) *Lock {
+	l := &Lock{Path: d.Join(base), Dir: d.Path(), Name: base, Kind: KindMissing, Format: FormatUnrecognized, FS: dfs.get()}
+	w.readSides(d, l, sides)
 	for _, c := range l.Claims {
 		if c.Record.Holder != nil {
 			l.Format = c.Record.Format()

@@ -53,12 +53,12 @@ func mountType(t *testing.T, path string) string {
 
 func fsOf(t *testing.T, dir string) fsx.FS {
 	t.Helper()
-	fd, err := fsx.OpenRoot(dir)
+	d, err := fsx.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fsx.Close(fd)
-	got, err := fsx.FSOf(fd, dir)
+	defer d.Close()
+	got, err := d.FS()
 	if err != nil {
 		t.Fatalf("FSOf(%s): %v", dir, err)
 	}
@@ -232,13 +232,13 @@ func TestFSOfFUSE(t *testing.T) {
 	var got fsx.FS
 	var err2 error
 	within("open and statfs", func() {
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		d, err := fsx.OpenRoot(dir)
 		if err != nil {
 			err2 = err
 			return
 		}
-		defer unix.Close(fd)
-		got, err2 = fsx.FSOf(fd, dir)
+		defer d.Close()
+		got, err2 = d.FS()
 	})
 	if err2 != nil {
 		t.Fatalf("FSOf(fuse): %v", err2)

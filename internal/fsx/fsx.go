@@ -16,25 +16,13 @@ import (
 	"time"
 )
 
-// ErrNoReplaceUnsupported is returned by RenameNoReplace on a file system
+// ErrNoReplaceUnsupported is returned by Dir.RenameNoReplace on a file system
 // that cannot rename without replacing (NFS, and ext4 before Linux 3.15),
 // and on every platform other than Linux for now (docs/platforms.md).
 var ErrNoReplaceUnsupported = errors.New("file system cannot rename without replacing (no RENAME_NOREPLACE)")
 
 // ErrNotRegular is wrapped when a record to be read is not a regular file.
 var ErrNotRegular = errors.New("not a regular file")
-
-// ReadDir lists the directory open at fd, from its start. Each entry carries
-// the type the kernel reported, without a further stat; entries the file
-// system gave no type for come back as fs.ModeIrregular. On an error it
-// returns what it read before it.
-func ReadDir(fd int, dir string) ([]Entry, error) {
-	var out []Entry
-	err := ReadDirFunc(fd, dir, func(name string, typ fs.FileMode) {
-		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
-	})
-	return out, err
-}
 
 // IsNotEmpty reports whether err says a directory was not empty (rmdir, or
 // a rename onto a directory that holds something). POSIX allows EEXIST for
@@ -43,7 +31,7 @@ func IsNotEmpty(err error) bool {
 	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
-// IsNotDirOrLink reports whether err says OpenDirAt met something that is
+// IsNotDirOrLink reports whether err says Dir.OpenDir met something that is
 // not a directory, or a symbolic link it refused to follow.
 func IsNotDirOrLink(err error) bool {
 	return errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
@@ -112,130 +100,162 @@ type FS struct {
 	Remote bool
 }
 
-// MoveNoReplace moves the file old (in the directory open at olddirfd) to
-// new (in the one open at newdirfd), never replacing anything at new: with
-// RenameNoReplace, or, on a file system that cannot rename without
-// replacing (NFS), with link(2), which never replaces either, then an
-// unlink of old; for a moment the file has both names then. It fails with
-// fs.ErrExist if new exists. Only a file can be moved the second way (a
-// directory cannot be linked): use RenameNoReplace for directories.
-func MoveNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
-	err := RenameNoReplace(olddirfd, olddir, old, newdirfd, newdir, new)
-	if errors.Is(err, ErrNoReplaceUnsupported) {
-		if err = Linkat(olddirfd, olddir, old, newdirfd, newdir, new); err == nil {
-			err = Unlinkat(olddirfd, olddir, old, false)
-		}
-	}
-	return err
+// Dir is an open directory: its descriptor, and the path it was opened by,
+// which is used in messages only. Every method works relative to the
+// descriptor and never follows a symbolic link at name, so a link swapped in
+// cannot lead out of the directory. Neither the zero Dir nor one returned
+// with an error is open, and closing either does nothing.
+//
+// The methods are the whole of fsx's system calls; each platform implements
+// them in its own file (fsx_linux.go, fsx_bsd.go, fsx_unix.go, fsx_path.go
+// for the rest), and their contract is here, once.
+type Dir struct {
+	fd   int
+	path string
+	open bool
 }
-
-// The calls below are the whole of fsx's system calls; each platform
-// implements them in its own file (fsx_linux.go, fsx_bsd.go, fsx_unix.go,
-// fsx_path.go for the rest), and their contract is here, once.
 
 // OpenRoot opens the directory at path, which the operator named. Symbolic
 // links in path itself are followed, because the operator chose them; nothing
-// below it is. The caller closes the descriptor.
-func OpenRoot(path string) (int, error) {
-	return openRoot(path)
+// below it is. The caller closes the Dir.
+func OpenRoot(path string) (Dir, error) {
+	fd, err := openRoot(path)
+	return Dir{fd, path, err == nil}, err
 }
 
-// OpenDirAt opens the directory name inside dirfd without following a
-// symbolic link: a symlink there fails with ELOOP or ENOTDIR instead of
-// leading out of the registry. dir is dirfd's path, for messages only.
-func OpenDirAt(dirfd int, dir, name string) (int, error) {
-	return openDirAt(dirfd, dir, name)
+// OpenDir opens the absolute directory path one component at a time from
+// "/", refusing a symbolic link at every step, so a link swapped into the
+// path since it was walked cannot redirect what happens inside it.
+func OpenDir(path string) (Dir, error) {
+	fd, err := openDirNoFollow(path)
+	return Dir{fd, path, err == nil}, err
 }
 
-// Close closes fd, ignoring EINTR as Linux requires.
-func Close(fd int) {
-	closeFd(fd)
+// Path is the path d was opened by.
+func (d Dir) Path() string { return d.path }
+
+// Join is the path of name inside d.
+func (d Dir) Join(name string) string { return filepath.Join(d.path, name) }
+
+// OpenDir opens the directory name inside d without following a symbolic
+// link: a symlink there fails with ELOOP or ENOTDIR (IsNotDirOrLink).
+func (d Dir) OpenDir(name string) (Dir, error) {
+	fd, err := openDirAt(d.fd, d.path, name)
+	return Dir{fd, d.Join(name), err == nil}, err
 }
 
-// Linkat makes new in newdirfd a hard link to old in olddirfd without
-// following a symbolic link; it fails with EEXIST if new exists, on every
-// file system.
-func Linkat(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
-	return linkat(olddirfd, olddir, old, newdirfd, newdir, new)
+// Close closes d, ignoring EINTR as Linux requires.
+func (d Dir) Close() {
+	if d.open {
+		closeFd(d.fd)
+	}
 }
 
-// Unlinkat removes the file name inside dirfd (or, with dir true, the empty
-// directory name). It never follows a symbolic link.
-func Unlinkat(dirfd int, dirPath, name string, dir bool) error {
-	return unlinkat(dirfd, dirPath, name, dir)
+// Stat describes d itself.
+func (d Dir) Stat() (Stat, error) { return fstat(d.fd, d.path) }
+
+// Lstat describes the entry name inside d without following it.
+func (d Dir) Lstat(name string) (Stat, error) { return lstatat(d.fd, d.path, name) }
+
+// Mkdir makes the directory name inside d.
+func (d Dir) Mkdir(name string, mode uint32) error { return mkdirAt(d.fd, d.path, name, mode) }
+
+// Create creates the file name inside d, which must not exist yet, writes
+// data to it, and fsyncs it before closing, so that after a power loss the
+// file holds data or does not exist. It returns the file's Stat.
+func (d Dir) Create(name string, data []byte, mode uint32) (Stat, error) {
+	return createAt(d.fd, d.path, name, data, mode)
 }
 
-// OpenDirNoFollow opens the absolute directory path one component at a time
-// from "/", refusing a symbolic link at every step, so a link swapped into
-// the path since it was walked cannot redirect what happens inside it.
-func OpenDirNoFollow(path string) (int, error) {
-	return openDirNoFollow(path)
-}
-
-// MkdirAt makes the directory name inside dirfd.
-func MkdirAt(dirfd int, dir, name string, mode uint32) error {
-	return mkdirAt(dirfd, dir, name, mode)
-}
-
-// CreateAt creates the file name inside dirfd, which must not exist yet,
-// writes data to it, and fsyncs it before closing, so that after a power
-// loss the file holds data or does not exist. It returns the file's Stat.
-func CreateAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, error) {
-	return createAt(dirfd, dir, name, data, mode)
-}
-
-// Fsync flushes fd (a file or a directory) to stable storage.
-//
-// Where the platform offers no way to flush a directory, that is a no-op.
-func Fsync(fd int, path string) error {
-	return fsync(fd, path)
-}
-
-// ReadFileAt reads at most max bytes of the regular file name inside dirfd,
+// ReadFile reads at most max bytes of the regular file name inside d,
 // without following a symbolic link and without blocking: a FIFO, socket or
 // device swapped in is refused (ErrNotRegular) after a non-blocking open that
 // cannot hang. It returns the bytes, the Stat of the very file that was read,
 // and whether the file held more than max bytes.
-func ReadFileAt(dirfd int, dir, name string, max int) (data []byte, st Stat, truncated bool, err error) {
-	return readFileAtFd(dirfd, dir, name, max)
+func (d Dir) ReadFile(name string, max int) (data []byte, st Stat, truncated bool, err error) {
+	return readFileAtFd(d.fd, d.path, name, max)
 }
 
-// Lstatat describes the entry name inside dirfd without following it.
-func Lstatat(dirfd int, dir, name string) (Stat, error) {
-	return lstatat(dirfd, dir, name)
+// Remove removes the file name inside d; it never follows a symbolic link.
+func (d Dir) Remove(name string) error { return unlinkat(d.fd, d.path, name, false) }
+
+// Rmdir removes the empty directory name inside d.
+func (d Dir) Rmdir(name string) error { return unlinkat(d.fd, d.path, name, true) }
+
+// RemoveWith removes the directory name inside d together with the one file
+// it may hold, file, never following a symbolic link: the file first, then
+// the directory, which fails (ENOTEMPTY) if anything else is in it. A file
+// that is not there is no error; the directory's removal is the answer.
+func (d Dir) RemoveWith(name, file string) error {
+	if sub, err := d.OpenDir(name); err == nil {
+		_ = sub.Remove(file)
+		sub.Close()
+	}
+	return d.Rmdir(name)
 }
 
-// Fstat describes the open file fd. path is for messages only.
-func Fstat(fd int, path string) (Stat, error) {
-	return fstat(fd, path)
+// Sync flushes d to stable storage, so that the entries made or removed in
+// it survive a power loss. Where the platform offers no way to flush a
+// directory, that is a no-op.
+func (d Dir) Sync() error { return fsync(d.fd, d.path) }
+
+// Each calls f for each entry of d, from its start, in kernel order, with
+// its name and type. The name is only lent: it is valid until f returns, and
+// f must strings.Clone what it keeps. This lets a walk skip the many names
+// it does not care about without allocating them.
+func (d Dir) Each(f func(name string, typ fs.FileMode)) error {
+	return readDirFunc(d.fd, d.path, f)
 }
 
-// ReadDirFunc calls f for each entry of the directory open at fd, from its
-// start, in kernel order, with its name and type. The name is only lent: it is valid
-// until f returns, and f must strings.Clone what it keeps. This lets a walk
-// skip the many names it does not care about without allocating them.
-func ReadDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
-	return readDirFunc(fd, dir, f)
+// List lists d from its start. Each entry carries the type the kernel
+// reported, without a further stat; entries the file system gave no type for
+// come back as fs.ModeIrregular. On an error it returns what it read before
+// it.
+func (d Dir) List() ([]Entry, error) {
+	var out []Entry
+	err := d.Each(func(name string, typ fs.FileMode) {
+		out = append(out, Entry{Name: strings.Clone(name), Type: typ})
+	})
+	return out, err
 }
 
-// RenameNoReplace renames old in olddirfd to new in newdirfd, failing with
-// EEXIST if anything, even an empty directory, stands at new. On a file
-// system without RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and
-// renames nothing.
+// FS reports the file system d is on.
+//
+// Where the platform cannot tell (not Linux, macOS or FreeBSD), it reports
+// "unknown" and remote, the cautious side.
+func (d Dir) FS() (FS, error) { return fsOf(d.fd, d.path) }
+
+// Link makes new in to a hard link to old in d without following a symbolic
+// link; it fails with EEXIST if new exists, on every file system.
+func (d Dir) Link(old string, to Dir, new string) error {
+	return linkat(d.fd, d.path, old, to.fd, to.path, new)
+}
+
+// RenameNoReplace renames old in d to new in to, failing with EEXIST if
+// anything, even an empty directory, stands at new. On a file system without
+// RENAME_NOREPLACE it returns ErrNoReplaceUnsupported and renames nothing.
 //
 // On macOS it is renameatx_np(RENAME_EXCL); on FreeBSD and every other
 // platform it always refuses with ErrNoReplaceUnsupported, renaming nothing
 // (docs/platforms.md).
-func RenameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new string) error {
-	return renameNoReplace(olddirfd, olddir, old, newdirfd, newdir, new)
+func (d Dir) RenameNoReplace(old string, to Dir, new string) error {
+	return renameNoReplace(d.fd, d.path, old, to.fd, to.path, new)
 }
 
-// FSOf reports the file system of the open directory fd.
-//
-// Where the platform cannot tell (not Linux, macOS or FreeBSD), it reports
-// "unknown" and remote, the cautious side.
-func FSOf(fd int, path string) (FS, error) {
-	return fsOf(fd, path)
+// MoveNoReplace moves the file old in d to new in to, never replacing
+// anything at new: with RenameNoReplace, or, on a file system that cannot
+// rename without replacing (NFS), with link(2), which never replaces either,
+// then an unlink of old; for a moment the file has both names then. It fails
+// with fs.ErrExist if new exists. Only a file can be moved the second way (a
+// directory cannot be linked): use RenameNoReplace for directories.
+func (d Dir) MoveNoReplace(old string, to Dir, new string) error {
+	err := d.RenameNoReplace(old, to, new)
+	if errors.Is(err, ErrNoReplaceUnsupported) {
+		if err = d.Link(old, to, new); err == nil {
+			err = d.Remove(old)
+		}
+	}
+	return err
 }
 
 // DevIno returns the device and inode numbers of fi, from os.Stat or
@@ -244,17 +264,4 @@ func FSOf(fd int, path string) (FS, error) {
 // Where the platform does not report them, ok is false.
 func DevIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 	return devIno(fi)
-}
-
-// RemoveWith removes the directory name inside dirfd together with the one
-// file it may hold, file, never following a symbolic link: the file first,
-// then the directory, which fails (ENOTEMPTY) if anything else is in it.
-// A file that is not there is no error; the directory's removal is the
-// answer.
-func RemoveWith(dirfd int, dir, name, file string) error {
-	if sfd, err := OpenDirAt(dirfd, dir, name); err == nil {
-		_ = Unlinkat(sfd, filepath.Join(dir, name), file, false)
-		Close(sfd)
-	}
-	return Unlinkat(dirfd, dir, name, true)
 }

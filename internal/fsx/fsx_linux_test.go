@@ -17,13 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func openDir(t *testing.T, p string) int {
+func openDir(t *testing.T, p string) Dir {
 	t.Helper()
 	fd, err := OpenRoot(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { Close(fd) })
+	t.Cleanup(fd.Close)
 	return fd
 }
 
@@ -46,7 +46,7 @@ func TestRenameNoReplaceRefusesEmptyDir(t *testing.T) {
 	}
 	write(t, filepath.Join(d, "old", "marker"), "x")
 
-	err := RenameNoReplace(fd, d, "old", fd, d, "target")
+	err := fd.RenameNoReplace("old", fd, "target")
 	if errors.Is(err, ErrNoReplaceUnsupported) {
 		t.Skipf("%s has no RENAME_NOREPLACE: %v", d, err)
 	}
@@ -65,7 +65,7 @@ func TestRenameNoReplaceRefusesEmptyDir(t *testing.T) {
 	}
 
 	// The hazard is real here: plain rename(2) replaces the empty directory.
-	if err := unix.Renameat(fd, "plain-old", fd, "plain-target"); err != nil {
+	if err := unix.Renameat(fd.fd, "plain-old", fd.fd, "plain-target"); err != nil {
 		t.Fatalf("plain renameat: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(d, "plain-old")); !errors.Is(err, fs.ErrNotExist) {
@@ -78,7 +78,7 @@ func TestRenameNoReplaceRefusesFile(t *testing.T) {
 	fd := openDir(t, d)
 	write(t, filepath.Join(d, "claim"), "4213\n")
 	write(t, filepath.Join(d, "x.lock.holder"), "1\n")
-	err := RenameNoReplace(fd, d, "claim", fd, d, "x.lock.holder")
+	err := fd.RenameNoReplace("claim", fd, "x.lock.holder")
 	if errors.Is(err, ErrNoReplaceUnsupported) {
 		t.Skipf("no RENAME_NOREPLACE: %v", err)
 	}
@@ -92,32 +92,32 @@ func TestRenameNoReplaceRefusesFile(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(d, "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := RenameNoReplace(fd, d, "claim", fd, d, "dir"); !errors.Is(err, unix.EEXIST) {
+	if err := fd.RenameNoReplace("claim", fd, "dir"); !errors.Is(err, unix.EEXIST) {
 		t.Errorf("RenameNoReplace(file onto dir) = %v, want EEXIST", err)
 	}
-	if err := RenameNoReplace(fd, d, "dir", fd, d, "claim"); !errors.Is(err, unix.EEXIST) {
+	if err := fd.RenameNoReplace("dir", fd, "claim"); !errors.Is(err, unix.EEXIST) {
 		t.Errorf("RenameNoReplace(dir onto file) = %v, want EEXIST", err)
 	}
 	// Nothing at the target: the rename happens.
-	if err := RenameNoReplace(fd, d, "claim", fd, d, "claim.dead.1.2"); err != nil {
+	if err := fd.RenameNoReplace("claim", fd, "claim.dead.1.2"); err != nil {
 		t.Fatalf("RenameNoReplace to a free name: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(d, "claim.dead.1.2")); string(b) != "4213\n" {
 		t.Errorf("renamed content = %q", b)
 	}
-	if err := RenameNoReplace(fd, d, "missing", fd, d, "other"); !errors.Is(err, fs.ErrNotExist) {
+	if err := fd.RenameNoReplace("missing", fd, "other"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("RenameNoReplace(missing) = %v, want ErrNotExist", err)
 	}
 }
 
-func TestLinkatRefusesExistingTarget(t *testing.T) {
+func TestLinkRefusesExistingTarget(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	write(t, filepath.Join(d, "claim"), "4213\n")
 	write(t, filepath.Join(d, "x.lock.holder"), "1\n")
-	err := Linkat(fd, d, "claim", fd, d, "x.lock.holder")
+	err := fd.Link("claim", fd, "x.lock.holder")
 	if !errors.Is(err, unix.EEXIST) {
-		t.Fatalf("Linkat onto an existing file = %v, want EEXIST", err)
+		t.Fatalf("Link onto an existing file = %v, want EEXIST", err)
 	}
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Op != "link" || pe.Path != filepath.Join(d, "x.lock.holder") {
@@ -129,33 +129,33 @@ func TestLinkatRefusesExistingTarget(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(d, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := Linkat(fd, d, "claim", fd, d, "empty"); !errors.Is(err, unix.EEXIST) {
-		t.Errorf("Linkat onto an empty directory = %v, want EEXIST", err)
+	if err := fd.Link("claim", fd, "empty"); !errors.Is(err, unix.EEXIST) {
+		t.Errorf("Link onto an empty directory = %v, want EEXIST", err)
 	}
-	if err := Linkat(fd, d, "claim", fd, d, "restored"); err != nil {
-		t.Fatalf("Linkat to a free name: %v", err)
+	if err := fd.Link("claim", fd, "restored"); err != nil {
+		t.Fatalf("Link to a free name: %v", err)
 	}
 	a, _ := os.Stat(filepath.Join(d, "claim"))
 	b, _ := os.Stat(filepath.Join(d, "restored"))
 	if !os.SameFile(a, b) {
-		t.Error("Linkat made a copy, not a link")
+		t.Error("Link made a copy, not a link")
 	}
 	// A symbolic link is linked as itself, never followed.
 	if err := os.Symlink("claim", filepath.Join(d, "sym")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Linkat(fd, d, "sym", fd, d, "sym2"); err != nil {
+	if err := fd.Link("sym", fd, "sym2"); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(filepath.Join(d, "sym2")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		t.Errorf("Linkat(symlink) made %v (%v), want a link to the symlink itself", fi, err)
+		t.Errorf("Link(symlink) made %v (%v), want a link to the symlink itself", fi, err)
 	}
 }
 
-// readFileAt runs ReadFileAt in a goroutine and fails the test if it does
+// readFileAt runs ReadFile in a goroutine and fails the test if it does
 // not return promptly; a blocked FIFO open is released by opening its
 // write end.
-func readFileAt(t *testing.T, fd int, dir, name string, max int) ([]byte, Stat, bool, error) {
+func readFileAt(t *testing.T, fd Dir, name string, max int) ([]byte, Stat, bool, error) {
 	t.Helper()
 	type result struct {
 		data      []byte
@@ -166,31 +166,31 @@ func readFileAt(t *testing.T, fd int, dir, name string, max int) ([]byte, Stat, 
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.data, r.st, r.truncated, r.err = ReadFileAt(fd, dir, name, max)
+		r.data, r.st, r.truncated, r.err = fd.ReadFile(name, max)
 		done <- r
 	}()
 	select {
 	case r := <-done:
 		return r.data, r.st, r.truncated, r.err
 	case <-time.After(10 * time.Second):
-		if w, err := unix.Open(filepath.Join(dir, name), unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+		if w, err := unix.Open(fd.Join(name), unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
 			unix.Close(w)
 		}
-		t.Fatalf("ReadFileAt(%q) did not return within 10s: it blocked", name)
+		t.Fatalf("ReadFile(%q) did not return within 10s: it blocked", name)
 		return nil, Stat{}, false, nil
 	}
 }
 
-func TestReadFileAtFIFO(t *testing.T) {
+func TestReadFileFIFO(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	if err := unix.Mkfifo(filepath.Join(d, "x.lock"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	data, st, _, err := readFileAt(t, fd, d, "x.lock", 4096)
+	data, st, _, err := readFileAt(t, fd, "x.lock", 4096)
 	if !errors.Is(err, ErrNotRegular) {
-		t.Fatalf("ReadFileAt(FIFO) = %q, %v, want ErrNotRegular", data, err)
+		t.Fatalf("ReadFile(FIFO) = %q, %v, want ErrNotRegular", data, err)
 	}
 	if st.Mode&fs.ModeNamedPipe == 0 {
 		t.Errorf("Stat.Mode = %v, want the FIFO's", st.Mode)
@@ -199,7 +199,7 @@ func TestReadFileAtFIFO(t *testing.T) {
 		t.Errorf("data = %q, want none", data)
 	}
 	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("ReadFileAt(FIFO) took %v", el)
+		t.Errorf("ReadFile(FIFO) took %v", el)
 	}
 	// A FIFO with a writer holding it open and data in it: still refused,
 	// and nothing is consumed from it.
@@ -211,29 +211,29 @@ func TestReadFileAtFIFO(t *testing.T) {
 	if _, err := unix.Write(w, []byte("4213\n")); err != nil {
 		t.Fatal(err)
 	}
-	if data, _, _, err := readFileAt(t, fd, d, "x.lock", 4096); !errors.Is(err, ErrNotRegular) || len(data) != 0 {
-		t.Errorf("ReadFileAt(FIFO with data) = %q, %v, want nothing, ErrNotRegular", data, err)
+	if data, _, _, err := readFileAt(t, fd, "x.lock", 4096); !errors.Is(err, ErrNotRegular) || len(data) != 0 {
+		t.Errorf("ReadFile(FIFO with data) = %q, %v, want nothing, ErrNotRegular", data, err)
 	}
 	buf := make([]byte, 16)
 	if n, _ := unix.Read(w, buf); string(buf[:n]) != "4213\n" {
-		t.Errorf("FIFO content after ReadFileAt = %q, want it unconsumed", buf[:n])
+		t.Errorf("FIFO content after ReadFile = %q, want it unconsumed", buf[:n])
 	}
 }
 
-func TestReadFileAtRefusesNonRegular(t *testing.T) {
+func TestReadFileRefusesNonRegular(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	if err := os.Mkdir(filepath.Join(d, "dir.lock"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := readFileAt(t, fd, d, "dir.lock", 4096); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("ReadFileAt(directory) = %v, want ErrNotRegular", err)
+	if _, _, _, err := readFileAt(t, fd, "dir.lock", 4096); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadFile(directory) = %v, want ErrNotRegular", err)
 	}
 	if err := unix.Mknod(filepath.Join(d, "sock.lock"), unix.S_IFSOCK|0o600, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := readFileAt(t, fd, d, "sock.lock", 4096); err == nil {
-		t.Errorf("ReadFileAt(socket) = nil error, want one")
+	if _, _, _, err := readFileAt(t, fd, "sock.lock", 4096); err == nil {
+		t.Errorf("ReadFile(socket) = nil error, want one")
 	}
 	// /dev/zero would read forever without the regular-file check and the
 	// bound; the check refuses it before a byte is read.
@@ -241,22 +241,22 @@ func TestReadFileAtRefusesNonRegular(t *testing.T) {
 		t.Logf("not testing a device: mknod: %v", err)
 		return
 	}
-	data, _, _, err := readFileAt(t, fd, d, "zero.lock", 4096)
+	data, _, _, err := readFileAt(t, fd, "zero.lock", 4096)
 	if !errors.Is(err, ErrNotRegular) || len(data) != 0 {
-		t.Errorf("ReadFileAt(/dev/zero node) = %d bytes, %v, want none, ErrNotRegular", len(data), err)
+		t.Errorf("ReadFile(/dev/zero node) = %d bytes, %v, want none, ErrNotRegular", len(data), err)
 	}
 }
 
-func TestReadFileAtSymlink(t *testing.T) {
+func TestReadFileSymlink(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	write(t, filepath.Join(d, "target"), "31337\n")
 	if err := os.Symlink("target", filepath.Join(d, "x.lock")); err != nil {
 		t.Fatal(err)
 	}
-	data, _, _, err := readFileAt(t, fd, d, "x.lock", 4096)
+	data, _, _, err := readFileAt(t, fd, "x.lock", 4096)
 	if !errors.Is(err, unix.ELOOP) {
-		t.Fatalf("ReadFileAt(symlink) = %q, %v, want ELOOP", data, err)
+		t.Fatalf("ReadFile(symlink) = %q, %v, want ELOOP", data, err)
 	}
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Path != filepath.Join(d, "x.lock") {
@@ -267,7 +267,7 @@ func TestReadFileAtSymlink(t *testing.T) {
 	}
 }
 
-func TestReadFileAtBounds(t *testing.T) {
+func TestReadFileBounds(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	write(t, filepath.Join(d, "exact"), strings.Repeat("x", 16))
@@ -278,9 +278,9 @@ func TestReadFileAtBounds(t *testing.T) {
 		n         int
 		truncated bool
 	}{{"exact", 16, false}, {"over", 16, true}, {"empty", 0, false}} {
-		data, st, truncated, err := readFileAt(t, fd, d, tc.name, 16)
+		data, st, truncated, err := readFileAt(t, fd, tc.name, 16)
 		if err != nil || len(data) != tc.n || truncated != tc.truncated {
-			t.Errorf("ReadFileAt(%s, 16) = %d bytes, truncated %v, %v, want %d, %v, nil", tc.name, len(data), truncated, err, tc.n, tc.truncated)
+			t.Errorf("ReadFile(%s, 16) = %d bytes, truncated %v, %v, want %d, %v, nil", tc.name, len(data), truncated, err, tc.n, tc.truncated)
 		}
 		if !st.Mode.IsRegular() || st.Ino == 0 {
 			t.Errorf("%s: Stat = %+v, want the file's", tc.name, st)
@@ -292,16 +292,16 @@ func TestReadFileAtBounds(t *testing.T) {
 	if err := os.Truncate(big, 100<<20); err != nil {
 		t.Fatal(err)
 	}
-	data, st, truncated, err := readFileAt(t, fd, d, "big", 4096)
+	data, st, truncated, err := readFileAt(t, fd, "big", 4096)
 	if err != nil || len(data) != 4096 || !truncated || st.Size != 100<<20 {
-		t.Errorf("ReadFileAt(100 MB sparse) = %d bytes, truncated %v, size %d, %v", len(data), truncated, st.Size, err)
+		t.Errorf("ReadFile(100 MB sparse) = %d bytes, truncated %v, size %d, %v", len(data), truncated, st.Size, err)
 	}
-	if _, _, _, err := ReadFileAt(fd, d, "missing", 16); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("ReadFileAt(missing) = %v, want ErrNotExist", err)
+	if _, _, _, err := fd.ReadFile("missing", 16); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile(missing) = %v, want ErrNotExist", err)
 	}
 }
 
-func TestOpenDirAtNeverFollows(t *testing.T) {
+func TestOpenDirNeverFollows(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	if err := os.Mkdir(filepath.Join(d, "real"), 0o755); err != nil {
@@ -311,21 +311,21 @@ func TestOpenDirAtNeverFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(d, "file"), "")
-	if cfd, err := OpenDirAt(fd, d, "link"); err == nil {
-		Close(cfd)
+	if cfd, err := fd.OpenDir("link"); err == nil {
+		cfd.Close()
 		t.Error("OpenDirAt(symlink to dir) succeeded, want ELOOP or ENOTDIR")
 	} else if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
 		t.Errorf("OpenDirAt(symlink) = %v, want ELOOP or ENOTDIR", err)
 	}
-	if _, err := OpenDirAt(fd, d, "file"); !errors.Is(err, unix.ENOTDIR) {
+	if _, err := fd.OpenDir("file"); !errors.Is(err, unix.ENOTDIR) {
 		t.Errorf("OpenDirAt(file) = %v, want ENOTDIR", err)
 	}
-	cfd, err := OpenDirAt(fd, d, "real")
+	cfd, err := fd.OpenDir("real")
 	if err != nil {
 		t.Fatal(err)
 	}
-	Close(cfd)
-	st, err := Lstatat(fd, d, "link")
+	cfd.Close()
+	st, err := fd.Lstat("link")
 	if err != nil || st.Mode&fs.ModeSymlink == 0 {
 		t.Errorf("Lstatat(symlink) = %v, %v, want a symlink", st.Mode, err)
 	}
@@ -348,7 +348,7 @@ func TestReadDirTypes(t *testing.T) {
 	}
 	write(t, filepath.Join(d, "a\nb\x1b[31m"), "")
 	fd := openDir(t, d)
-	ents, err := ReadDir(fd, d)
+	ents, err := fd.List()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestReadDirLarge(t *testing.T) {
 		write(t, filepath.Join(d, n), "")
 	}
 	fd := openDir(t, d)
-	ents, err := ReadDir(fd, d)
+	ents, err := fd.List()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestStatCreated(t *testing.T) {
 	}
 }
 
-func TestUnlinkat(t *testing.T) {
+func TestRemove(t *testing.T) {
 	d := t.TempDir()
 	fd := openDir(t, d)
 	write(t, filepath.Join(d, "f"), "")
@@ -509,20 +509,20 @@ func TestUnlinkat(t *testing.T) {
 	if err := os.Symlink("dir", filepath.Join(d, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Unlinkat(fd, d, "dir", true); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+	if err := fd.Rmdir("dir"); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
 		t.Errorf("Unlinkat(non-empty dir) = %v, want ENOTEMPTY", err)
 	}
-	if err := Unlinkat(fd, d, "link", false); err != nil {
+	if err := fd.Remove("link"); err != nil {
 		t.Errorf("Unlinkat(symlink) = %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(d, "dir", "inside")); err != nil {
 		t.Errorf("removing the link touched its target: %v", err)
 	}
-	if err := Unlinkat(fd, d, "f", false); err != nil {
+	if err := fd.Remove("f"); err != nil {
 		t.Errorf("Unlinkat(file) = %v", err)
 	}
 	var pe *fs.PathError
-	if err := Unlinkat(fd, d, "f", false); !errors.As(err, &pe) || pe.Op != "remove" || !errors.Is(err, fs.ErrNotExist) {
+	if err := fd.Remove("f"); !errors.As(err, &pe) || pe.Op != "remove" || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Unlinkat(missing) = %#v, want *fs.PathError remove ErrNotExist", err)
 	}
 }

@@ -99,7 +99,7 @@ func openDirNoFollow(path string) (int, error) {
 	if !strings.HasPrefix(path, "/") {
 		return -1, pathErr("open", path, "", unix.EINVAL)
 	}
-	fd, err := OpenRoot("/")
+	fd, err := openRoot("/")
 	if err != nil {
 		return -1, err
 	}
@@ -112,7 +112,7 @@ func openDirNoFollow(path string) (int, error) {
 			unix.Close(fd)
 			return -1, pathErr("open", path, "", unix.EINVAL)
 		}
-		next, err := OpenDirAt(fd, cur, c)
+		next, err := openDirAt(fd, cur, c)
 		unix.Close(fd)
 		if err != nil {
 			return -1, err
@@ -154,7 +154,7 @@ func createAt(dirfd int, dir, name string, data []byte, mode uint32) (Stat, erro
 	if err := retry(func() error { return unix.Fsync(fd) }); err != nil {
 		return Stat{}, pathErr("fsync", dir, name, err)
 	}
-	return Fstat(fd, filepath.Join(dir, name))
+	return fstat(fd, filepath.Join(dir, name))
 }
 
 func fsync(fd int, path string) error {
@@ -174,7 +174,7 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 		return nil, Stat{}, false, pathErr("open", dir, name, err)
 	}
 	defer unix.Close(fd)
-	st, err = Fstat(fd, dir+"/"+name)
+	st, err = fstat(fd, dir+"/"+name)
 	if err != nil {
 		return nil, Stat{}, false, err
 	}
