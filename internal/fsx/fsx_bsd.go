@@ -10,7 +10,6 @@ package fsx
 import (
 	"fmt"
 	"io/fs"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,29 +47,10 @@ func fstat(fd int, path string) (Stat, error) {
 	return fromStat(&x), nil
 }
 
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
 func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return pathErr("readdir", dir, "", err)
-	}
-	bp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bp)
-	buf := *bp
 	var names []string
-	for {
-		var n int
-		err := retry(func() (err error) {
-			n, err = unix.ReadDirent(fd, buf)
-			return err
-		})
-		if err != nil {
-			return pathErr("readdir", dir, "", err)
-		}
-		if n <= 0 {
-			return nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
+	return readDirents(fd, dir, unix.ReadDirent, func(buf []byte) {
+		_, _, names = unix.ParseDirent(buf, -1, names[:0])
 		for _, name := range names {
 			typ := fs.ModeIrregular
 			var x unix.Stat_t
@@ -79,7 +59,7 @@ func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error
 			}
 			f(name, typ)
 		}
-	}
+	})
 }
 
 // bsdTypes are the file system type names (statfs f_fstypename) lockctl

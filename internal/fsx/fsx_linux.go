@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -56,27 +55,7 @@ func fstat(fd int, path string) (Stat, error) {
 }
 
 func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
-	// From the start, even if fd was read before.
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return pathErr("readdir", dir, "", err)
-	}
-	bp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bp)
-	buf := *bp
-	for {
-		var n int
-		err := retry(func() (err error) {
-			n, err = unix.Getdents(fd, buf)
-			return err
-		})
-		if err != nil {
-			return pathErr("readdir", dir, "", err)
-		}
-		if n <= 0 {
-			return nil
-		}
-		eachDirent(buf[:n], f)
-	}
+	return readDirents(fd, dir, unix.Getdents, func(buf []byte) { eachDirent(buf, f) })
 }
 
 // eachDirent decodes struct linux_dirent64 records (ino u64, off s64,
@@ -99,10 +78,6 @@ func eachDirent(b []byte, f func(string, fs.FileMode)) {
 		f(unsafe.String(&name[0], len(name)), direntType(typ))
 	}
 }
-
-// direntBufs recycles getdents buffers: a walk reads thousands of
-// directories, and a fresh 32 KiB buffer for each is garbage to collect.
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // parseDirents decodes struct linux_dirent64 records (ino u64, off s64,
 // reclen u16, type u8, then a NUL-terminated name) into entries.

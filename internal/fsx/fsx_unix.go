@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -211,4 +212,34 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 		return buf[:max], st, true, nil
 	}
 	return buf[:n], st, false, nil
+}
+
+// direntBufs recycles getdents buffers: a walk reads thousands of
+// directories, and a fresh 32 KiB buffer for each is garbage to collect.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDirents reads the directory open at fd from its start, even if it was
+// read before, one buffer of records at a time (read is getdents or
+// ReadDirent), handing each buffer to each.
+func readDirents(fd int, dir string, read func(fd int, buf []byte) (int, error), each func(buf []byte)) error {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return pathErr("readdir", dir, "", err)
+	}
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	for {
+		var n int
+		err := retry(func() (err error) {
+			n, err = read(fd, buf)
+			return err
+		})
+		if err != nil {
+			return pathErr("readdir", dir, "", err)
+		}
+		if n <= 0 {
+			return nil
+		}
+		each(buf[:n])
+	}
 }

@@ -11,7 +11,26 @@
 // kernel's own word is a doubt, which the verdicts read as held.
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// KernelProbe asks the running kernel whether a pid is running, since when,
+// and in which pid namespaces; each platform answers in its own file
+// (probe_linux.go, probe_darwin.go; elsewhere it fails closed). It never
+// forks.
+type KernelProbe struct{}
+
+// Probe implements verdict.Probe.
+func (KernelProbe) Probe(pid int) verdict.Proc {
+	if pid <= 0 {
+		// kill(0) and kill(-1) address process groups: never ask.
+		return verdict.Proc{State: verdict.StateUnknown, Err: errNotPid(pid)}
+	}
+	return probe(pid)
+}
 
 // errNotPid is why a probe never asks about pid: kill(0) and kill(-1)
 // address process groups.

@@ -12,18 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelProbe asks the running macOS kernel: sysctl kern.proc.pid.<pid>
+// probe asks the running macOS kernel about pid: sysctl kern.proc.pid.<pid>
 // for the process's state and start time, then kill(pid, 0) for whether it
 // is still there (kinfoProc says how the two answers combine). It never
 // forks.
-type KernelProbe struct{}
-
-// Probe implements Probe.
-func (KernelProbe) Probe(pid int) verdict.Proc {
-	if pid <= 0 {
-		// kill(0) and kill(-1) address process groups: never ask.
-		return verdict.Proc{State: verdict.StateUnknown, Err: errNotPid(pid)}
-	}
+func probe(pid int) verdict.Proc {
 	var b []byte
 	err := retry(func() (err error) {
 		b, err = unix.SysctlRaw("kern.proc.pid", pid)

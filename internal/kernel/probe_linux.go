@@ -18,20 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelProbe asks the running Linux kernel. It never forks.
-type KernelProbe struct{}
-
-// Probe implements Probe. Where the kernel has pidfds it pins the process
+// probe asks the running Linux kernel about pid. Where the kernel has pidfds it pins the process
 // first, so the /proc/<pid>/stat it reads cannot belong to a later process
 // that reused the pid: pidfd_open, read stat, then pidfd_send_signal(0). If
 // the signal still reaches the pinned process, the stat read was of it.
 // Without pidfds it falls back to kill(pid, 0) around the read, which
 // narrows that window but cannot close it.
-func (KernelProbe) Probe(pid int) verdict.Proc {
-	if pid <= 0 {
-		// kill(0) and kill(-1) address process groups: never ask.
-		return verdict.Proc{State: verdict.StateUnknown, Err: errNotPid(pid)}
-	}
+func probe(pid int) verdict.Proc {
 	fd, err := retryFd(func() (int, error) { return unix.PidfdOpen(pid, 0) })
 	switch {
 	case err == unix.ESRCH:
