@@ -53,9 +53,9 @@ func WritePrometheus(w io.Writer, r *Report, took time.Duration) error {
 		fmt.Fprintf(&b, "lockctl_locks{verdict=%s} %d\n", promLabel(string(v)), counts[v])
 	}
 
-	family("lockctl_lock_age_seconds", "Seconds since each lock that is not live was modified; NaN when unknown.")
+	family("lockctl_lock_age_seconds", "Seconds since each lock that is neither live nor free was modified; NaN when unknown.")
 	for _, res := range r.Results {
-		if res.Verdict == verdict.Live {
+		if res.Verdict == verdict.Live || res.Verdict == verdict.Free {
 			continue
 		}
 		labels := "path=" + promLabel(res.Lock.Path)

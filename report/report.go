@@ -115,6 +115,8 @@ type jsonLock struct {
 	Remove     []string    `json:"remove"`
 	Caveat     string      `json:"caveat,omitempty"`
 	Notes      []string    `json:"notes,omitempty"`
+	// Waiters are the requests the kernel shows blocked behind the lock.
+	Waiters []jsonHolder `json:"waiters,omitempty"`
 	// Set by --fix only.
 	Action       string `json:"action,omitempty"`
 	ActionReason string `json:"action_reason,omitempty"`
@@ -128,6 +130,18 @@ type jsonHolder struct {
 	Token      string  `json:"token,omitempty"`
 	Start      string  `json:"start,omitempty"`
 	StartTicks *uint64 `json:"start_ticks,omitempty"`
+	// LockType and LockMode describe the kernel lock the holder has on the
+	// lock, where the kernel shows one: FLOCK, POSIX, OFD or LEASE, and
+	// READ or WRITE.
+	LockType string `json:"lock_type,omitempty"`
+	LockMode string `json:"lock_mode,omitempty"`
+}
+
+// lockTypes are /proc/locks' names for each kind of kernel lock.
+var lockTypes = map[string]string{"flock": "FLOCK", "POSIX lock": "POSIX", "OFD lock": "OFD", "lease": "LEASE"}
+
+func kernelJSON(h verdict.KernelHolder) jsonHolder {
+	return jsonHolder{Pid: int64(h.Pid), Command: h.Comm, LockType: lockTypes[h.How], LockMode: h.Mode}
 }
 
 func ageSeconds(now, t time.Time) *int64 {
@@ -192,7 +206,16 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 			s := h.Start
 			jh.StartTicks = &s
 		}
+		if k := res.Kernel; len(k) > 0 && int64(k[0].Pid) == h.Pid {
+			jh.LockType, jh.LockMode = lockTypes[k[0].How], k[0].Mode
+		}
 		j.Holder = jh
+	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
+		jh := kernelJSON(k[0])
+		j.Holder = &jh
+	}
+	for _, w := range res.Waiters {
+		j.Waiters = append(j.Waiters, kernelJSON(w))
 	}
 	return j
 }
@@ -210,7 +233,7 @@ func NewStyles(w io.Writer) Styles {
 	re := lipgloss.NewRenderer(w)
 	colour := map[verdict.Verdict]string{
 		verdict.Gone: "1", verdict.Claimed: "5", verdict.Recycled: "3", verdict.Ownerless: "3",
-		verdict.Unknown: "3", verdict.Foreign: "4", verdict.Live: "2",
+		verdict.Unknown: "3", verdict.Foreign: "4", verdict.Live: "2", verdict.Free: "2",
 	}
 	s := Styles{verdict: map[verdict.Verdict]lipgloss.Style{}, path: re.NewStyle().Bold(true), label: re.NewStyle().Faint(true)}
 	for v, c := range colour {
@@ -263,6 +286,15 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 			hs += ", process started " + res.Started.UTC().Format(time.RFC3339)
 		}
 		line("holder", hs)
+	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
+		line("holder", kernelText(k[0]))
+	}
+	if len(res.Waiters) > 0 {
+		ws := make([]string, len(res.Waiters))
+		for i, w := range res.Waiters {
+			ws[i] = kernelText(w)
+		}
+		line("", "waited on by "+strings.Join(ws, "; "))
 	}
 	if fixed {
 		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))
@@ -283,6 +315,24 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("note", Clean(n))
 	}
 	b.WriteString("\n")
+}
+
+// kernelText names a holder or waiter of a kernel lock.
+func kernelText(h verdict.KernelHolder) string {
+	s := "the taker has exited"
+	if h.Pid > 0 {
+		s = fmt.Sprintf("pid %d", h.Pid)
+	}
+	if h.Comm != "" {
+		s += ", command " + Clean(h.Comm)
+	}
+	if t := lockTypes[h.How]; t != "" {
+		s += ", " + t
+		if h.Mode != "" {
+			s += " " + h.Mode
+		}
+	}
+	return s
 }
 
 // removal is everything due for removal at a lock: its remedy, then the

@@ -41,6 +41,7 @@ const (
 	FormatEmpty        Format = "empty"        // empty file, or empty dir with no holder file
 	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
 	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
+	FormatKernel       Format = "kernel"       // lockctl's own kernel-lock file: KernelRecord
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -70,6 +71,12 @@ type Lock struct {
 	Writers []Writer
 	Pending []string
 	Others  []string
+	// KernelLock names who makes this file a kernel lock, a lock held only
+	// by an flock or fcntl lock on it and never by its existence: "lockctl"
+	// for a file holding lockctl's KernelRecord, or the program whose known
+	// lock file it is ("dpkg", "apt"; see KnownKernelLock). Empty for every
+	// other lock, an empty file of unknown kind included.
+	KernelLock string
 	// Err is set when the lock could not be read at all.
 	Err error
 }

@@ -232,6 +232,9 @@ func ParsePidFile(b []byte) (Format, *Holder, error) {
 	if len(b) == 0 {
 		return FormatEmpty, nil, nil
 	}
+	if string(b) == KernelRecord {
+		return FormatKernel, nil, nil
+	}
 	if bytes.IndexByte(b, 0) >= 0 {
 		return FormatUnrecognized, nil, malformed(FormatUnrecognized, "the content is binary")
 	}

@@ -411,6 +411,13 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	if r.Err == nil {
 		l.Format, r.Holder, r.Err = ParsePidFile(r.Raw)
 	}
+	switch {
+	case r.Err != nil:
+	case l.Format == FormatKernel:
+		l.KernelLock = "lockctl"
+	case l.Format == FormatEmpty:
+		l.KernelLock = KnownKernelLock(l.Path)
+	}
 	l.Holders = []Record{r}
 }
 

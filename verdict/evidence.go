@@ -5,8 +5,10 @@ package verdict
 type KernelHolder struct {
 	Pid  int
 	Comm string
-	// How is "flock", "POSIX lock", "OFD lock" or "open".
+	// How is "flock", "POSIX lock", "OFD lock", "lease" or "open".
 	How string
+	// Mode is "READ" or "WRITE" for an advisory lock, where the kernel says.
+	Mode string
 }
 
 // Evidence answers, for a lock that carries no usable owner record, who the
@@ -28,6 +30,15 @@ type LockTable interface {
 	Locks(dev, ino uint64) []KernelHolder
 }
 
+// LockDetail is a LockTable that also names the requests blocked behind a
+// lock (lslocks' BLOCKER), and says whether its table is the whole
+// machine's: in a child pid namespace the kernel lists only the locks of
+// that namespace's processes, so a lock it does not list may be held.
+type LockDetail interface {
+	Waiters(dev, ino uint64) []KernelHolder
+	WholeTable() bool
+}
+
 // LocksOnly is kernel evidence cut down to its lock table, for a judge that
 // only ever acts on gone locks (lockctl acquire): it answers Locks, and says
 // of every other question that it did not look, so that an owner-less lock
@@ -44,6 +55,21 @@ func (l LocksOnly) Locks(dev, ino uint64) []KernelHolder {
 		return t.Locks(dev, ino)
 	}
 	return nil
+}
+
+// Waiters implements LockDetail, where the evidence underneath can.
+func (l LocksOnly) Waiters(dev, ino uint64) []KernelHolder {
+	if t, ok := l.Evidence.(LockDetail); ok {
+		return t.Waiters(dev, ino)
+	}
+	return nil
+}
+
+// WholeTable implements LockDetail: false where the evidence underneath
+// cannot say.
+func (l LocksOnly) WholeTable() bool {
+	t, ok := l.Evidence.(LockDetail)
+	return ok && t.WholeTable()
 }
 
 // ScopeWitness is Evidence that can also say whether a generation B scope

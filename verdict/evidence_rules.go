@@ -32,6 +32,9 @@ func (j *Judge) kernelHolders(r Result) Result {
 		complete = complete && c
 	}
 	if len(found) == 0 {
+		if l.Kind == scan.KindFile && l.Format == scan.FormatEmpty {
+			r.Notes = append(r.Notes, EmptyFileReadings)
+		}
 		r.Seen = SeenComplete
 		if !complete {
 			r.Seen = SeenPartial
@@ -39,6 +42,7 @@ func (j *Judge) kernelHolders(r Result) Result {
 		}
 		return r
 	}
+	r.Kernel = found
 	h := found[0]
 	how := h.How + " held"
 	if h.How == "open" {
@@ -66,9 +70,10 @@ func (j *Judge) lockedAnyway(r Result) Result {
 	if l.Kind == scan.KindMissing {
 		return r
 	}
-	if by, ok := j.lockedBy(l.Info); ok {
+	if hs := j.lockHolders(l.Info); len(hs) > 0 {
 		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
-		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, by)
+		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, holdsText(hs[0]))
+		r.Kernel = hs
 	}
 	return r
 }
@@ -76,28 +81,63 @@ func (j *Judge) lockedAnyway(r Result) Result {
 // lockedBy says who the kernel's lock table shows holding an advisory lock
 // on the file info describes, if anyone.
 func (j *Judge) lockedBy(info fsx.Stat) (string, bool) {
-	t, ok := j.Evidence.(LockTable)
-	if !ok || info.Ino == 0 {
-		return "", false
-	}
-	hs := t.Locks(info.Dev, info.Ino)
+	hs := j.lockHolders(info)
 	if len(hs) == 0 {
 		return "", false
 	}
-	h := hs[0]
-	if h.Pid == 0 {
+	return holdsText(hs[0]), true
+}
+
+// lockHolders are the advisory locks the kernel's lock table shows on the
+// file info describes, each with its holder where one can be named.
+func (j *Judge) lockHolders(info fsx.Stat) []KernelHolder {
+	t, ok := j.Evidence.(LockTable)
+	if !ok || info.Ino == 0 {
+		return nil
+	}
+	hs := t.Locks(info.Dev, info.Ino)
+	if len(hs) > 0 && hs[0].Pid == 0 {
 		// Its taker has exited: name who has it open, which costs a scan of
 		// every process's files, asked only in this rare case.
 		all, _ := j.Evidence.Holders(info.Dev, info.Ino)
 		for _, o := range all {
 			if o.How != "open" && o.Pid > 0 {
-				h = o
+				hs[0].Pid, hs[0].Comm = o.Pid, o.Comm
 				break
 			}
 		}
 	}
+	return hs
+}
+
+// holdsText says in words how h holds a lock.
+func holdsText(h KernelHolder) string {
 	if h.Pid > 0 {
-		return fmt.Sprintf("%s held by pid %d (%s)", h.How, h.Pid, h.Comm), true
+		return fmt.Sprintf("%s held by pid %d (%s)", h.How, h.Pid, h.Comm)
 	}
-	return fmt.Sprintf("the kernel's lock table still holds it (%s, taken by a process that has exited: an inherited descriptor or an OFD lock keeps it)", h.How), true
+	return fmt.Sprintf("the kernel's lock table still holds it (%s, taken by a process that has exited: an inherited descriptor or an OFD lock keeps it)", h.How)
+}
+
+// kernelLock judges a kernel-lock file (scan.Lock.KernelLock), whose
+// existence means nothing: it is held while the kernel's lock table shows an
+// advisory lock on it, and free when the whole table shows none. Nothing
+// about it is ever removed: the kernel frees it on every kind of death.
+func (j *Judge) kernelLock(r Result) Result {
+	l := r.Lock
+	what := fmt.Sprintf("a kernel-lock file of %s", l.KernelLock)
+	if _, ok := j.Evidence.(LockTable); !ok {
+		return r.set(judged{v: Unknown, reason: what + ", held only by a lock the kernel keeps, and the kernel's lock table was not read"})
+	}
+	if hs := j.lockHolders(l.Info); len(hs) > 0 {
+		r = r.set(judged{v: Live, reason: what + ": " + holdsText(hs[0])})
+		r.Kernel = hs
+		if d, ok := j.Evidence.(LockDetail); ok {
+			r.Waiters = d.Waiters(l.Info.Dev, l.Info.Ino)
+		}
+		return r
+	}
+	if d, ok := j.Evidence.(LockDetail); !ok || !d.WholeTable() {
+		return r.set(judged{v: Unknown, reason: what + ": no lock on it is listed, but the kernel's lock table was not seen whole (in a child pid namespace it lists only that namespace's locks): judge it from the host"})
+	}
+	return r.set(judged{v: Free, reason: what + ": no process holds a lock on it, so it is free (the kernel frees it when its holder dies; the file itself is never removed)"})
 }

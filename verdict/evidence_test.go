@@ -35,7 +35,13 @@ type fakeEvidence struct {
 	held     map[[2]uint64][]KernelHolder
 	complete bool
 	asked    [][2]uint64
+	// waiting and whole are what LockDetail answers.
+	waiting map[[2]uint64][]KernelHolder
+	whole   bool
 }
+
+func (f *fakeEvidence) Waiters(dev, ino uint64) []KernelHolder { return f.waiting[[2]uint64{dev, ino}] }
+func (f *fakeEvidence) WholeTable() bool                       { return f.whole }
 
 // Locks implements LockTable: the held entries that are locks, not opens.
 func (f *fakeEvidence) Locks(dev, ino uint64) []KernelHolder {
@@ -624,5 +630,44 @@ func TestLocksOnly(t *testing.T) {
 	var e Evidence = LocksOnly{Evidence: scopeWitness{complete: true}}
 	if _, ok := e.(ScopeWitness); ok {
 		t.Error("LocksOnly is a ScopeWitness: the before-boot rule could fire on its word")
+	}
+}
+
+// TestJudgeKernelLockFile: a file known to be a kernel lock (dpkg's, or one
+// lockctl made) is held exactly while the kernel's lock table shows a lock on
+// it, free when the whole table shows none, and never has a remedy; an empty
+// file of unknown kind stays owner-less.
+func TestJudgeKernelLockFile(t *testing.T) {
+	dpkg := func() *scan.Lock {
+		l := onDisk(pidFile(scan.FormatEmpty, "", nil, nil))
+		l.KernelLock = "dpkg"
+		return l
+	}
+	mine := func() *scan.Lock {
+		l := onDisk(pidFile(scan.FormatKernel, scan.KernelRecord, nil, nil))
+		l.KernelLock = "lockctl"
+		return l
+	}
+	whole := func(ev *fakeEvidence) *fakeEvidence { ev.whole = true; return ev }
+	apt := KernelHolder{Pid: 4242, Comm: "apt-get", How: "POSIX lock", Mode: "WRITE"}
+	waiter := KernelHolder{Pid: 4300, Comm: "unattended-upgr", How: "POSIX lock", Mode: "WRITE"}
+	held := whole(heldBy(lockIno, apt))
+	held.waiting = map[[2]uint64][]KernelHolder{{evDev, lockIno}: {waiter}}
+	runEv(t, []evCase{
+		{name: "dpkg-idle", lock: dpkg(), ev: whole(nobodyHolds()), want: Free, reason: "a kernel-lock file of dpkg: no process holds a lock on it, so it is free"},
+		{name: "lockctl-idle", lock: mine(), ev: whole(nobodyHolds()), want: Free, reason: "a kernel-lock file of lockctl"},
+		{name: "dpkg-held", lock: dpkg(), ev: held, want: Live, exact: "a kernel-lock file of dpkg: POSIX lock held by pid 4242 (apt-get)"},
+		// Open is not held: apt opens the lock to take it, and so does a reader.
+		{name: "dpkg-only-open", lock: dpkg(), ev: whole(heldBy(lockIno, KernelHolder{Pid: 9, Comm: "cat", How: "open"})), want: Free},
+		// A child pid namespace's /proc/locks lists only its own locks.
+		{name: "dpkg-partial-table", lock: dpkg(), ev: nobodyHolds(), want: Unknown, reason: "judge it from the host"},
+		{name: "dpkg-no-table", lock: dpkg(), want: Unknown, reason: "the kernel's lock table was not read"},
+		{name: "unknown-kind-stays-ownerless", lock: onDisk(pidFile(scan.FormatEmpty, "", nil, nil)), ev: whole(nobodyHolds()), want: Ownerless, seen: SeenComplete,
+			remove: []Step{{Op: OpRemove, Path: "/run/lock/LCK..ttyS0"}}},
+	})
+	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: held}
+	got := j.Judge(dpkg())
+	if len(got.Kernel) != 1 || got.Kernel[0] != apt || len(got.Waiters) != 1 || got.Waiters[0] != waiter {
+		t.Errorf("Judge(dpkg-held).Kernel, .Waiters = %+v, %+v, want [%+v], [%+v]", got.Kernel, got.Waiters, apt, waiter)
 	}
 }

@@ -31,10 +31,13 @@ const (
 	Foreign   Verdict = "foreign"
 	Claimed   Verdict = "claimed"
 	Unknown   Verdict = "unknown"
+	// Free is a kernel-lock file that no process holds a lock on: nothing
+	// waits on it, and nothing is to be removed.
+	Free Verdict = "free"
 )
 
 // All lists every verdict, most urgent first: the order reports use.
-var All = []Verdict{Gone, Claimed, Recycled, Ownerless, Unknown, Foreign, Live}
+var All = []Verdict{Gone, Claimed, Recycled, Ownerless, Unknown, Foreign, Live, Free}
 
 // Parse returns the verdict named s.
 func Parse(s string) (Verdict, bool) {
@@ -48,7 +51,7 @@ func Parse(s string) (Verdict, bool) {
 
 // heldness orders verdicts from "certainly free" to "certainly held". When
 // several records speak for one lock, the most held one wins.
-var heldness = map[Verdict]int{Gone: 0, Ownerless: 1, Claimed: 2, Recycled: 3, Foreign: 4, Unknown: 5, Live: 6}
+var heldness = map[Verdict]int{Free: -1, Gone: 0, Ownerless: 1, Claimed: 2, Recycled: 3, Foreign: 4, Unknown: 5, Live: 6}
 
 // Op is one kind of removal step.
 type Op string
@@ -89,6 +92,12 @@ type Result struct {
 	Notes []string
 	// Seen says how far kernel evidence was looked for (owner-less locks).
 	Seen Seen
+	// Kernel are the holders the kernel's own tables show (an advisory lock
+	// on the lock, or for an owner-less lock the file held open), first the
+	// one the reason names; Waiters, the requests blocked behind such a
+	// lock, where the kernel lists them.
+	Kernel  []KernelHolder
+	Waiters []KernelHolder
 	// Debris is what to remove of the unpublished lock builds left beside
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
@@ -115,6 +124,11 @@ const BootMargin = 10 * time.Minute
 // wall time through btime, which has one-second resolution and moves when the
 // clock steps: the margin keeps that noise from ever reading as recycled.
 const RecycleMargin = 2 * time.Second
+
+// EmptyFileReadings is said of every empty lock file of unknown kind that
+// no process holds: the two programs that leave one behind mean opposite
+// things by it.
+const EmptyFileReadings = "an empty file can be a kernel lock (flock(1) leaves one behind, and then it is free: 'lockctl run --kind flock' takes it) or an existence lock whose live holder keeps no file open (then removing it breaks that lock); its bytes cannot tell which"
 
 // OwnerlessCaveat goes with every remedy for an owner-less lock.
 const OwnerlessCaveat = "a lock taken a moment ago looks the same: remove it only when the program that uses it is known not to be running"
@@ -156,6 +170,8 @@ func (j *Judge) judge(l *scan.Lock) Result {
 		return r.set(judged{v: Unknown, reason: fmt.Sprintf("the lock is a %s, not a file or directory lockctl can read", modeWord(l.Info.Mode))})
 	case l.Kind == scan.KindMissing:
 		return j.claimed(r)
+	case l.KernelLock != "" && l.Kind == scan.KindFile:
+		return j.kernelLock(r)
 	}
 
 	var best *judged

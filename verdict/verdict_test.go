@@ -346,7 +346,7 @@ func checkResult(t *testing.T, name string, got Result, l *scan.Lock) {
 		t.Errorf("Judge(%s).Reason is empty, want the evidence", name)
 	}
 	switch got.Verdict {
-	case Live, Recycled, Foreign, Unknown:
+	case Live, Recycled, Foreign, Unknown, Free:
 		if len(got.Remove) != 0 {
 			t.Errorf("Judge(%s) = %s with Remove %v, want no remedy for a %s lock", name, got.Verdict, got.Remove, got.Verdict)
 		}

@@ -37,7 +37,7 @@ type KernelEvidence struct {
 	unseen   []int // the processes whose open files were not seen
 
 	tableOnce sync.Once
-	table     map[devIno][]procLock
+	table     lockTable
 
 	scopesOnce     sync.Once
 	scopes         map[string]bool
@@ -136,8 +136,20 @@ func nsScopes(h verdict.Host) (map[string]bool, bool) {
 type devIno struct{ dev, ino uint64 }
 
 type procLock struct {
-	pid int
-	how string
+	pid     int
+	how     string
+	mode    string // "READ" or "WRITE"
+	waiting bool   // blocked waiting for the lock, not holding it
+}
+
+// lockTable is /proc/locks, indexed by device and inode: the locks held,
+// and the requests blocked behind them. ok is false when it could not be
+// read; whole, when it is every process's on this machine: read from the
+// initial pid namespace through a /proc of it (in a child namespace the
+// kernel lists only the locks of that namespace's processes).
+type lockTable struct {
+	held, waiting map[devIno][]procLock
+	ok, whole     bool
 }
 
 // Holders implements Evidence.
@@ -157,20 +169,20 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 		if l.pid > 0 && !seen[l.pid] {
 			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				seen[l.pid] = true
-				hs = append(hs, verdict.KernelHolder{Pid: l.pid, Comm: p.Comm, How: l.how})
+				hs = append(hs, verdict.KernelHolder{Pid: l.pid, Comm: p.Comm, How: l.how, Mode: l.mode})
 			}
 		}
 	}
 	// A lock whose recorded pid is gone (inherited, or an OFD lock, which
 	// /proc/locks shows as pid -1) is held by whoever has the file open.
-	how := "open"
+	how, mode := "open", ""
 	if len(k.locks[key]) > 0 && len(hs) == 0 {
-		how = k.locks[key][0].how
+		how, mode = k.locks[key][0].how, k.locks[key][0].mode
 	}
 	for _, pid := range k.open[key] {
 		if !seen[pid] {
 			seen[pid] = true
-			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how})
+			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how, Mode: mode})
 		}
 	}
 	// The kernel drops an advisory lock when the last descriptor to it
@@ -179,7 +191,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// the index of open files was built.
 	if len(hs) == 0 && len(k.locks[key]) > 0 {
 		l := k.locks[key][0]
-		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)"})
+		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)", Mode: l.mode})
 	}
 	return hs, k.complete && len(k.unseen) == 0
 }
@@ -237,52 +249,79 @@ func (k *KernelEvidence) gather() {
 }
 
 func (k *KernelEvidence) readLocks() {
-	var ok bool
-	if k.locks, ok = readLockTable(); !ok {
+	t := readLockTable()
+	k.locks = t.held
+	if !t.ok {
 		k.complete = false
 	}
 }
 
-// readLockTable reads /proc/locks, indexed by device and inode. ok is false
-// when it could not be read (or belongs to another pid namespace).
-func readLockTable() (map[devIno][]procLock, bool) {
-	locks := map[devIno][]procLock{}
+// readLockTable reads /proc/locks.
+func readLockTable() lockTable {
+	t := lockTable{held: map[devIno][]procLock{}, waiting: map[devIno][]procLock{}}
 	if procOurs() != nil {
-		return locks, false
+		return t
 	}
 	f, err := os.Open("/proc/locks")
 	if err != nil {
-		return locks, false
+		return t
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if key, l, ok := parseProcLock(sc.Text()); ok {
-			locks[key] = append(locks[key], l)
+		if key, l, ok := parseProcLock(sc.Text()); ok && l.waiting {
+			t.waiting[key] = append(t.waiting[key], l)
+		} else if ok {
+			t.held[key] = append(t.held[key], l)
 		}
 	}
-	return locks, true
+	if sc.Err() != nil {
+		return t
+	}
+	t.ok = true
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	t.whole = err == nil && ns == initialPidNS
+	return t
 }
 
 // Locks implements LockTable from /proc/locks alone, read once (or on each
 // question when Fresh), without the scan of every process's open files
 // that Holders makes: it is asked on the break path of every acquirer.
 func (k *KernelEvidence) Locks(dev, ino uint64) []verdict.KernelHolder {
-	table := func() map[devIno][]procLock {
-		if k.Fresh {
-			t, _ := readLockTable()
-			return t
-		}
-		k.tableOnce.Do(func() { k.table, _ = readLockTable() })
-		return k.table
-	}()
+	return k.named(k.lockTable().held[devIno{dev, ino}])
+}
+
+// Waiters implements verdict.LockDetail: the requests /proc/locks shows
+// blocked behind a lock on dev:ino.
+func (k *KernelEvidence) Waiters(dev, ino uint64) []verdict.KernelHolder {
+	return k.named(k.lockTable().waiting[devIno{dev, ino}])
+}
+
+// WholeTable implements verdict.LockDetail.
+func (k *KernelEvidence) WholeTable() bool {
+	t := k.lockTable()
+	return t.ok && t.whole
+}
+
+func (k *KernelEvidence) lockTable() lockTable {
+	if k.Fresh {
+		return readLockTable()
+	}
+	k.tableOnce.Do(func() { k.table = readLockTable() })
+	return k.table
+}
+
+// named turns entries of /proc/locks into holders, naming each pid still
+// running (Pid 0 for one that is not: its lock is held all the same, by
+// whoever has the open file description).
+func (k *KernelEvidence) named(ls []procLock) []verdict.KernelHolder {
 	probe := k.Probe
 	if probe == nil {
 		probe = KernelProbe{}
 	}
 	var hs []verdict.KernelHolder
-	for _, l := range table[devIno{dev, ino}] {
-		h := verdict.KernelHolder{How: l.how}
+	for _, l := range ls {
+		h := verdict.KernelHolder{How: l.how, Mode: l.mode}
 		if l.pid > 0 {
 			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				h.Pid, h.Comm = l.pid, p.Comm
@@ -423,15 +462,23 @@ func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count, unse
 //
 //	1: FLOCK  ADVISORY  WRITE 812 08:02:1234 0 EOF
 //	2: OFDLCK ADVISORY  READ  -1 00:2a:99 0 EOF
-//	3: -> FLOCK ADVISORY WRITE 813 08:02:1234 0 EOF   (a waiter: skipped)
+//	3: -> FLOCK ADVISORY WRITE 813 08:02:1234 0 EOF   (blocked behind 1)
 func parseProcLock(line string) (devIno, procLock, bool) {
 	f := strings.Fields(line)
-	if len(f) < 6 || f[1] == "->" {
+	waiting := len(f) > 1 && f[1] == "->"
+	if waiting {
+		f = f[1:]
+	}
+	if len(f) < 6 {
 		return devIno{}, procLock{}, false
 	}
 	how := map[string]string{"FLOCK": "flock", "POSIX": "POSIX lock", "OFDLCK": "OFD lock", "LEASE": "lease", "DELEG": "lease"}[f[1]]
 	if how == "" {
 		return devIno{}, procLock{}, false
+	}
+	mode := f[3]
+	if mode != "READ" && mode != "WRITE" {
+		mode = "" // a lease's BREAKING, UNLCK, ...
 	}
 	pid, err := strconv.Atoi(f[4])
 	if err != nil {
@@ -447,7 +494,7 @@ func parseProcLock(line string) (devIno, procLock, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return devIno{}, procLock{}, false
 	}
-	return devIno{unix.Mkdev(uint32(maj), uint32(min)), ino}, procLock{pid: pid, how: how}, true
+	return devIno{unix.Mkdev(uint32(maj), uint32(min)), ino}, procLock{pid: pid, how: how, mode: mode, waiting: waiting}, true
 }
 
 // exited reports whether pid has gone, or is a zombie or dead: a process

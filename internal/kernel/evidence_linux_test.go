@@ -166,25 +166,28 @@ func TestParseProcLock(t *testing.T) {
 		dev, ino uint64
 		pid      int
 		how      string
+		waiting  bool
 	}
 	for _, tc := range []struct {
 		line string
 		want *want // nil: the line is skipped
 	}{
-		{"1: FLOCK  ADVISORY  WRITE 812 08:02:1234 0 EOF", &want{unix.Mkdev(8, 2), 1234, 812, "flock"}},
-		{"2: POSIX  ADVISORY  WRITE 4242 fd:01:1234 0 EOF", &want{unix.Mkdev(0xfd, 1), 1234, 4242, "POSIX lock"}},
-		{"3: OFDLCK ADVISORY  READ  -1 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, -1, "OFD lock"}},
-		{"4: LEASE  ACTIVE    READ  555 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 555, "lease"}},
-		{"5: LEASE  BREAKING  READ  556 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 556, "lease"}},
-		{"6: DELEG  ACTIVE    READ  557 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 557, "lease"}},
+		{"1: FLOCK  ADVISORY  WRITE 812 08:02:1234 0 EOF", &want{unix.Mkdev(8, 2), 1234, 812, "flock", false}},
+		{"2: POSIX  ADVISORY  WRITE 4242 fd:01:1234 0 EOF", &want{unix.Mkdev(0xfd, 1), 1234, 4242, "POSIX lock", false}},
+		{"3: OFDLCK ADVISORY  READ  -1 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, -1, "OFD lock", false}},
+		{"4: LEASE  ACTIVE    READ  555 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 555, "lease", false}},
+		{"5: LEASE  BREAKING  READ  556 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 556, "lease", false}},
+		{"6: DELEG  ACTIVE    READ  557 00:2a:99 0 EOF", &want{unix.Mkdev(0, 0x2a), 99, 557, "lease", false}},
 		// A block device with a major above 255 (NVMe partitions: 259).
-		{"7: FLOCK  ADVISORY  WRITE 900 103:05:18446744073709551615 0 EOF", &want{unix.Mkdev(259, 5), 1<<64 - 1, 900, "flock"}},
-		{"8: POSIX  ADVISORY  READ 901 00:1d:7 128 255", &want{unix.Mkdev(0, 0x1d), 7, 901, "POSIX lock"}},
+		{"7: FLOCK  ADVISORY  WRITE 900 103:05:18446744073709551615 0 EOF", &want{unix.Mkdev(259, 5), 1<<64 - 1, 900, "flock", false}},
+		{"8: POSIX  ADVISORY  READ 901 00:1d:7 128 255", &want{unix.Mkdev(0, 0x1d), 7, 901, "POSIX lock", false}},
 		// Upper-case hex.
-		{"9: FLOCK  ADVISORY  WRITE 902 FD:0A:3 0 EOF", &want{unix.Mkdev(0xfd, 0xa), 3, 902, "flock"}},
-		// Waiters are not holders.
-		{"1: -> FLOCK  ADVISORY  WRITE 813 08:02:1234 0 EOF", nil},
-		{"2: -> POSIX  ADVISORY  WRITE 814 fd:01:1234 0 EOF", nil},
+		{"9: FLOCK  ADVISORY  WRITE 902 FD:0A:3 0 EOF", &want{unix.Mkdev(0xfd, 0xa), 3, 902, "flock", false}},
+		// Waiters are read as waiters, never as holders.
+		{"1: -> FLOCK  ADVISORY  WRITE 813 08:02:1234 0 EOF", &want{unix.Mkdev(8, 2), 1234, 813, "flock", true}},
+		{"2: -> POSIX  ADVISORY  WRITE 814 fd:01:1234 0 EOF", &want{unix.Mkdev(0xfd, 1), 1234, 814, "POSIX lock", true}},
+		{"2: -> POSIX  ADVISORY  WRITE 814", nil},
+		{"2: ->", nil},
 		// Malformed.
 		{"", nil},
 		{"1:", nil},
@@ -210,7 +213,7 @@ func TestParseProcLock(t *testing.T) {
 		case tc.want == nil:
 		case !ok:
 			t.Errorf("parseProcLock(%q) skipped it, want %+v", tc.line, *tc.want)
-		case key != (devIno{tc.want.dev, tc.want.ino}) || l.pid != tc.want.pid || l.how != tc.want.how:
+		case key != (devIno{tc.want.dev, tc.want.ino}) || l.pid != tc.want.pid || l.how != tc.want.how || l.waiting != tc.want.waiting:
 			t.Errorf("parseProcLock(%q) = %d:%d pid %d %q, want %d:%d pid %d %q", tc.line,
 				key.dev, key.ino, l.pid, l.how, tc.want.dev, tc.want.ino, tc.want.pid, tc.want.how)
 		}
