@@ -18,6 +18,9 @@ type HeldError struct {
 
 func (e *HeldError) Error() string {
 	h := e.Holder
+	if h.Pid <= 0 {
+		return fmt.Sprintf("timed out acquiring %s: %s", e.Path, e.Reason)
+	}
 	s := fmt.Sprintf("timed out acquiring %s: held by pid %d", e.Path, h.Pid)
 	if h.Command != "" {
 		s += " (" + h.Command + ")"
@@ -41,7 +44,10 @@ type OwnerlessError struct {
 	// Remove is how to remove the lock by hand, once it is known that
 	// nothing uses it.
 	Remove []verdict.Step
-	Err    error
+	// EmptyFile says the lock is an empty file of unknown kind: a kernel
+	// lock flock(1) left behind, or an existence lock (verdict.EmptyFileReadings).
+	EmptyFile bool
+	Err       error
 }
 
 func (e *OwnerlessError) Error() string {

@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -43,6 +44,7 @@ const (
 	Published      Point = "acquire-published" // the lock is ours
 	ReleaseClaimed Point = "release-claimed"   // our record claimed, not yet verified
 	ReleaseRemoved Point = "release-removed"   // lock directory removed, claim not yet
+	KernelOpened   Point = "kernel-opened"     // kernel-lock file open, not yet locked
 )
 
 // Options configure Acquire.
@@ -72,7 +74,16 @@ type Lock struct {
 	recInfo fsx.Stat
 	dirInfo fsx.Stat
 	hook    func(Point)
+	// kernel is the lock directory, open, with this process's flock on it
+	// (nil where the platform has no flock).
+	kernel *os.File
 }
+
+// File is the lock directory, open, with this process's flock on it: pass
+// it to a child (lockctl run passes it to CMD) and the child holds that
+// kernel lock too, so that flock(1) on the path waits while either runs. It
+// is nil where the platform has no flock. Release closes it.
+func (l *Lock) File() *os.File { return l.kernel }
 
 // localHost is read once per process: boot id, pid namespace and host do
 // not change under a running process.
@@ -178,18 +189,57 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	defer func() {
 		if !published {
 			removeBuilt(d, tmp)
+			l.dropKernel()
 		}
 	}()
 	if err := l.build(d, tmp); err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
+	if self := os.Getpid(); opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self) {
+		// This process is a recorded holder, alive to hold the kernel lock
+		// too; one that only acquires for another process is not.
+		if err := l.flockBuilt(d, tmp); err != nil {
+			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+		}
+	}
 	l.at(Built)
 
 	published, err = l.publish(ctx, d, tmp)
 	if err != nil {
+		l.dropKernel()
 		return nil, err
 	}
 	return l, nil
+}
+
+// flockBuilt takes the kernel lock on the built directory tmp before it is
+// published, so that the lock directory carries it from its first moment
+// under the lock's name: flock(1) on the path then waits while the lock is
+// held, and doctor names the holder from the kernel too. It adds evidence
+// and replaces nothing: the record and its fence still decide.
+func (l *Lock) flockBuilt(d fsx.Dir, tmp string) error {
+	f, err := d.OpenFile(tmp, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := tryFlock(f); err != nil {
+		f.Close()
+		if errors.Is(err, errNoKernelLocks) {
+			return nil
+		}
+		return fmt.Errorf("cannot flock %s: %w", d.Join(tmp), err)
+	}
+	l.kernel = f
+	return nil
+}
+
+// dropKernel closes the lock directory's descriptor, releasing this
+// process's flock on it.
+func (l *Lock) dropKernel() {
+	if l.kernel != nil {
+		l.kernel.Close()
+		l.kernel = nil
+	}
 }
 
 // publish puts the built lock tmp in place, judging the lock that stands
@@ -295,6 +345,19 @@ func (l *Lock) publishByMkdir(d fsx.Dir, tmp string) (err error) {
 			}
 		}
 	}()
+	if l.kernel != nil {
+		// This directory, not the build, is the lock: the flock moves to it.
+		f, err := d.OpenFile(l.name, os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := tryFlock(f); err != nil {
+			f.Close()
+			return err
+		}
+		l.dropKernel()
+		l.kernel = f
+	}
 	t, err := d.OpenDir(tmp)
 	if err != nil {
 		return err
@@ -340,10 +403,14 @@ func waitError(path string, res verdict.Result, err error) error {
 		e := &HeldError{Path: path, Reason: res.Reason, Err: err}
 		if res.Holder != nil {
 			e.Holder = *res.Holder
+		} else if k := res.Kernel; len(k) > 0 && k[0].Pid > 0 {
+			e.Holder = scan.Holder{Pid: int64(k[0].Pid), PidText: strconv.Itoa(k[0].Pid), Command: k[0].Comm}
 		}
 		return e
 	case verdict.Ownerless:
-		return &OwnerlessError{Path: path, Reason: res.Reason, Remove: res.Remove, Err: err}
+		l := res.Lock
+		empty := l != nil && l.Kind == scan.KindFile && l.Format == scan.FormatEmpty
+		return &OwnerlessError{Path: path, Reason: res.Reason, Remove: res.Remove, EmptyFile: empty, Err: err}
 	case verdict.Foreign:
 		return &ForeignError{Path: path, Reason: res.Reason, Err: err}
 	case "":
@@ -358,6 +425,9 @@ func waitError(path string, res verdict.Result, err error) error {
 // record was replaced (the lock was broken and taken over), everything is
 // left in place and *TakenOverError is returned.
 func (l *Lock) Release() error {
+	// The kernel lock goes last, once the directory is removed (or left to
+	// its new owner): a flock(1) waiter proceeds only then.
+	defer l.dropKernel()
 	d, err := fsx.OpenDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)

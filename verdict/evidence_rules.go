@@ -28,6 +28,11 @@ func (j *Judge) kernelHolders(r Result) Result {
 	complete := true
 	for _, f := range files {
 		hs, c := j.Evidence.Holders(f.Dev, f.Ino)
+		if len(hs) == 0 {
+			// Evidence cut down to its lock table (LocksOnly: a waiting
+			// acquirer) still knows the locks held.
+			hs = j.lockHolders(f)
+		}
 		found = append(found, hs...)
 		complete = complete && c
 	}

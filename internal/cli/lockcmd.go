@@ -47,6 +47,36 @@ func fixHook(stderr io.Writer) func(fix.Step, *scan.Lock) {
 
 var timeoutFlag = &cli.DurationFlag{Name: "timeout", Usage: "give up after `D` (e.g. 30s, 5m); 0 waits for as long as it takes"}
 
+var kindFlag = &cli.StringFlag{Name: "kind", Value: "auto", Usage: "the lock's `KIND`: dir (a directory holding its holder's record), flock (a file held by a kernel lock, as flock(1) takes it), or auto (flock for a file lockctl made as one or a known producer's kernel-lock file, dir otherwise)"}
+
+// lockKind is the kind of the lock at path: --kind, or what it is known to
+// be. by names who makes it a kernel lock.
+func lockKind(c *cli.Context, path string) (k lock.Kind, by string, err error) {
+	switch c.String("kind") {
+	case "auto", "":
+		k, by = lock.KindOf(path)
+		return k, by, nil
+	case "dir":
+		return lock.KindDir, "", nil
+	case "flock":
+		return lock.KindKernel, "--kind flock", nil
+	}
+	return "", "", usageErr("--kind %q: want dir, flock or auto", c.String("kind"))
+}
+
+// notForKernelLocks refuses acquire and release on a kernel lock, which
+// only a process that lives to keep it open can hold.
+func notForKernelLocks(c *cli.Context, path string) error {
+	k, by, err := lockKind(c, path)
+	if err != nil || k != lock.KindKernel {
+		return err
+	}
+	q := report.ShellQuote(path)
+	return &exitCode{code: ExitError,
+		err:  fmt.Errorf("%s: %s is a kernel lock (%s): it is held only while a process keeps it open, and lockctl %s exits at once", c.Command.Name, path, by, c.Command.Name),
+		hint: fmt.Sprintf("hold it with 'lockctl run --kind flock %s -- CMD', or in a shell with 'exec 9>>%s && flock 9' (released when the shell exits or runs 'exec 9>&-')", q, q)}
+}
+
 func lockCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
 	return []*cli.Command{
 		{
@@ -63,6 +93,7 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 			Flags: []cli.Flag{
 				timeoutFlag,
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+				kindFlag,
 			},
 			Action: acquireAction,
 		},
@@ -78,6 +109,7 @@ may write the registry directory may name any pid with --holder-pid.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+				kindFlag,
 			},
 			Action: releaseAction,
 		},
@@ -91,9 +123,16 @@ forwarded to CMD. The lock records both lockctl and CMD: if lockctl is
 killed, the lock stays held while CMD runs and reads as gone once neither
 does.
 
+CMD inherits the lock as file descriptor 3, with a kernel lock (flock) on
+it, as flock(1) passes its lock: flock(1) on the same path waits while CMD,
+or anything it forked that keeps fd 3, runs. With --kind flock (or a file
+known to be a kernel lock) the lock is that kernel lock alone, on a file
+that is never removed, and it excludes flock(1) and the fcntl locks of
+dpkg, apt and Python's lockf on the same path.
+
 Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			OnUsageError: onUsage,
-			Flags:        []cli.Flag{timeoutFlag},
+			Flags:        []cli.Flag{timeoutFlag, kindFlag},
 			Action:       runAction,
 		},
 		{
@@ -149,8 +188,12 @@ func acquireError(path string, err error) error {
 	)
 	q := report.ShellQuote(path)
 	switch {
+	case errors.As(err, &held) && held.Holder.Pid <= 0:
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("the kernel holds it for its holder: wait for it; 'lockctl doctor %s' shows what can be seen of it", q)}
 	case errors.As(err, &held):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("pid %d is running: wait for it, or deal with that process (not the lock); 'lockctl doctor %s' shows the details", held.Holder.Pid, q)}
+	case errors.As(err, &ownerless) && ownerless.EmptyFile:
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("an empty file is one of two things, and its bytes cannot tell which. A kernel lock (flock(1) leaves one behind) is free while no process holds it: take it with 'lockctl run --kind flock %s -- CMD', which leaves the file in place. An existence lock's live holder may keep no file open: remove it (rm -- %s) only when the program that uses it is known not to be running", q, q)}
 	case errors.As(err, &ownerless):
 		how := "remove it by hand"
 		if cmds := report.Commands(ownerless.Remove); len(cmds) > 0 {
@@ -182,6 +225,9 @@ func acquireAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := notForKernelLocks(c, path); err != nil {
+		return err
+	}
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
@@ -195,6 +241,9 @@ func acquireAction(c *cli.Context) error {
 func releaseAction(c *cli.Context) error {
 	path, pid, err := lockAndHolder(c)
 	if err != nil {
+		return err
+	}
+	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
 	var hooks []func(lock.Point)
@@ -221,8 +270,12 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	kind, _, err := lockKind(c, path)
+	if err != nil {
+		return err
+	}
 	stderr := c.App.ErrWriter
-	child, gateW, err := startGated(c, cmdArgs)
+	child, g, err := startGated(c, cmdArgs)
 	if err != nil {
 		return err
 	}
@@ -243,12 +296,12 @@ func runAction(c *cli.Context) error {
 			_ = child.Process.Signal(s)
 		}
 	}()
-	l, err := lock.Acquire(ctx, path, lock.Options{
+	l, err := takeFor(ctx, kind, path, lock.Options{
 		Pid: child.Process.Pid, Also: []int{os.Getpid()},
 		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr),
 	})
 	if err != nil {
-		gateW.Close() // the gate sees EOF and exits without running CMD
+		g.close() // the gate sees EOF and exits without running CMD
 		_ = child.Wait()
 		if sig != nil {
 			return &exitCode{code: 128 + int(sig.(syscall.Signal))}
@@ -256,9 +309,9 @@ func runAction(c *cli.Context) error {
 		return acquireError(path, err)
 	}
 	// The order matters: the gate opens only now that the lock, recording
-	// CMD's process, is in place.
-	_, werr := gateW.Write([]byte{'g'})
-	gateW.Close()
+	// CMD's process, is in place; CMD gets the lock's file with it.
+	werr := g.open(l.File())
+	g.close()
 	code := exitStatus(child.Wait())
 	if werr != nil && code == ExitOK {
 		code = ExitAttention
@@ -275,6 +328,20 @@ func runAction(c *cli.Context) error {
 		return &exitCode{code: code}
 	}
 	return nil
+}
+
+// heldLock is a lock run holds for CMD: a directory lock or a kernel lock.
+type heldLock interface {
+	File() *os.File
+	Release() error
+}
+
+// takeFor takes the lock at path, of kind k, for opts.
+func takeFor(ctx context.Context, k lock.Kind, path string, opts lock.Options) (heldLock, error) {
+	if k == lock.KindKernel {
+		return lock.AcquireKernel(ctx, path, opts)
+	}
+	return lock.Acquire(ctx, path, opts)
 }
 
 // runArgs reads run's LOCK -- CMD [ARGS...].
@@ -297,27 +364,27 @@ func runArgs(c *cli.Context) (string, []string, error) {
 // startGated starts CMD's process first, held at a gate: it cannot run CMD
 // until the lock is ours, and the lock can record it (pid and start time)
 // before it does. exec keeps the pid and the start time, so the recorded
-// identity is CMD's. Writing to gateW opens the gate; closing it unopened
+// identity is CMD's. Opening the gate lets CMD run; closing it unopened
 // makes the gate exit without running CMD.
-func startGated(c *cli.Context, cmdArgs []string) (child *exec.Cmd, gateW *os.File, err error) {
+func startGated(c *cli.Context, cmdArgs []string) (child *exec.Cmd, g gate, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, nil, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
+		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
 	}
-	gateR, gateW, err := os.Pipe()
+	g, childEnd, err := newGate()
 	if err != nil {
-		return nil, nil, &exitCode{code: ExitAttention, err: err}
+		return nil, gate{}, &exitCode{code: ExitAttention, err: err}
 	}
-	defer gateR.Close()
+	defer childEnd.Close()
 	child = exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
 	child.Args[0] = "lockctl"
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
-	child.ExtraFiles = []*os.File{gateR}
+	child.ExtraFiles = []*os.File{childEnd}
 	if err := child.Start(); err != nil {
-		gateW.Close()
-		return nil, nil, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
+		g.close()
+		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
 	}
-	return child, gateW, nil
+	return child, g, nil
 }
 
 // exitStatus is run's exit status for how CMD ended: its own, 128+N if
@@ -337,15 +404,12 @@ func exitStatus(waitErr error) int {
 }
 
 // gateAction runs in CMD's process: it waits on fd 3 for lockctl run to
-// say the lock is held, then becomes CMD. If lockctl dies or gives up
-// first, the pipe closes and CMD never runs.
+// say the lock is held, then becomes CMD, with the lock's file at fd 3. If
+// lockctl dies or gives up first, the gate closes and CMD never runs.
 func gateAction(c *cli.Context) error {
-	gate := os.NewFile(3, "gate")
-	var b [1]byte
-	if n, _ := gate.Read(b[:]); n != 1 || b[0] != 'g' {
+	if !waitGate() {
 		return &exitCode{code: ExitTimeout}
 	}
-	gate.Close()
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return usageErr("__gate: no command")

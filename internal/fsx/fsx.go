@@ -10,6 +10,7 @@ package fsx
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -174,6 +175,16 @@ func (d Dir) Create(name string, data []byte, mode uint32) (Stat, error) {
 // and whether the file held more than max bytes.
 func (d Dir) ReadFile(name string, max int) (data []byte, st Stat, truncated bool, err error) {
 	return readFileAtFd(d.fd, d.path, name, max)
+}
+
+// OpenFile opens the entry name inside d with flag (os.O_RDONLY, O_RDWR,
+// O_CREATE, O_EXCL; a directory opens read-only), never following a
+// symbolic link and never blocking on a FIFO or device: it is opened
+// non-blocking, and anything but a regular file or a directory is refused
+// (ErrNotRegular). For holding a kernel lock on it: the caller closes the
+// file.
+func (d Dir) OpenFile(name string, flag int, mode uint32) (*os.File, error) {
+	return openFileAt(d.fd, d.path, name, flag, mode)
 }
 
 // Remove removes the file name inside d; it never follows a symbolic link.

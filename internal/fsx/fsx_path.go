@@ -358,3 +358,22 @@ func fsOf(fd int, path string) (FS, error) {
 	}
 	return FS{Name: "unknown", Remote: true}, nil
 }
+
+func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, error) {
+	base, err := pathOf(dirfd)
+	if err != nil {
+		return nil, pathErr("open", dir, name, err)
+	}
+	p := filepath.Join(base, name)
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, pathErr("open", dir, name, syscall.ELOOP)
+		}
+		return nil, pathErr("open", dir, name, ErrNotRegular)
+	}
+	f, err := os.OpenFile(p, flag, fs.FileMode(mode))
+	if err != nil {
+		return nil, pathErr("open", dir, name, underlying(err))
+	}
+	return f, nil
+}

@@ -4,6 +4,7 @@ package fsx
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -242,4 +243,24 @@ func readDirents(fd int, dir string, read func(fd int, buf []byte) (int, error),
 		}
 		each(buf[:n])
 	}
+}
+
+func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, error) {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, mode)
+		return err
+	})
+	if err != nil {
+		return nil, pathErr("open", dir, name, err)
+	}
+	st, err := fstat(fd, filepath.Join(dir, name))
+	if err == nil && !st.Mode.IsRegular() && !st.Mode.IsDir() {
+		err = pathErr("open", dir, name, ErrNotRegular)
+	}
+	if err != nil {
+		closeFd(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
 }

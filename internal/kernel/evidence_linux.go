@@ -191,7 +191,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// the index of open files was built.
 	if len(hs) == 0 && len(k.locks[key]) > 0 {
 		l := k.locks[key][0]
-		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + " (its locker has exited; a process that inherited the descriptor holds it)", Mode: l.mode})
+		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + InheritedNote, Mode: l.mode})
 	}
 	return hs, k.complete && len(k.unseen) == 0
 }

@@ -17,6 +17,10 @@ import (
 	"github.com/lockctl/lockctl/verdict"
 )
 
+// InheritedNote ends the How of a holder named only by a lock whose taker
+// has exited and whose holder could not be found: its Pid is the taker's.
+const InheritedNote = " (its locker has exited; a process that inherited the descriptor holds it)"
+
 // KernelProbe asks the running kernel whether a pid is running, since when,
 // and in which pid namespaces; each platform answers in its own file
 // (probe_linux.go, probe_darwin.go; elsewhere it fails closed). It never
