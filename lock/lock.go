@@ -287,6 +287,11 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			}
 		} else {
 			res := judge.Judge(cur)
+			if cur.KernelLock != "" {
+				// Held or free, it is a kernel lock: no directory lock can
+				// ever stand there, and waiting would wait for ever.
+				return false, fmt.Errorf("cannot acquire %s as a directory lock: it is a kernel-lock file of %s (%s); take it as one with 'lockctl run --kind flock'", abs, cur.KernelLock, res.Reason)
+			}
 			fixer.Debris(res) // builds left by waiters that are gone
 			if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
 				switch o := fixer.Fix(res); o.Action {
