@@ -206,3 +206,47 @@ func (r *lcReaper) killPid(pid int) {
 	}
 	r.waitGone(pid)
 }
+
+// TestDoctorNamesWaiters: while lockctl run holds a kernel lock and flock(1)
+// waits for it, doctor says live, names lockctl as the holder and flock(1)
+// as waiting on it, lslocks-style; once both are gone it is free.
+func TestDoctorNamesWaiters(t *testing.T) {
+	flock, _, _ := kernelTools(t)
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	l, ready := filepath.Join(dir, "k.lock"), filepath.Join(t.TempDir(), "ready")
+	run := r.start(nil, lcBinary(t), "run", "--kind", "flock", l, "--", "/bin/sh", "-c", `: >"$1" && exec sleep 600`, "sh", ready)
+	testutil.WaitFor(t, 10*time.Second, "CMD to start", func() bool { return lcExists(ready) || run.done() })
+	if run.done() {
+		t.Fatalf("lockctl run: %s", run.errText())
+	}
+	w := r.start(nil, flock, l, "true")
+	var got lcLock
+	// The waiter blocks in the kernel at a moment this process cannot see:
+	// look until doctor shows it, which it must within the deadline.
+	testutil.WaitFor(t, 10*time.Second, "doctor to show flock(1) waiting", func() bool {
+		got = r.doctor(dir)["k.lock"]
+		return len(got.Waiters) > 0 || w.done()
+	})
+	if w.done() {
+		t.Fatalf("flock(1) got %s while lockctl run held it", l)
+	}
+	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(run.pid) {
+		t.Errorf("doctor on a held kernel lock: %s, holder %+v (%s), want live, held by pid %d", got.Verdict, got.Holder, got.Reason, run.pid)
+	}
+	if wt := got.Waiters[0]; wt.Pid != w.pid || wt.Command != "flock" || wt.LockType != "FLOCK" {
+		t.Errorf("doctor's waiter = %+v, want pid %d, flock, FLOCK", wt, w.pid)
+	}
+	for _, k := range lcChildren(run.pid) {
+		r.killPid(k)
+	}
+	if code := run.wait(30 * time.Second); code != 128+9 {
+		t.Logf("lockctl run exited %d", code)
+	}
+	if code := w.wait(30 * time.Second); code != 0 {
+		t.Errorf("flock(1) waiting on the lock: exit %d once it was free, want 0", code)
+	}
+	if v := r.doctor(dir)["k.lock"].Verdict; v != "free" {
+		t.Errorf("doctor once nobody holds it: %s, want free", v)
+	}
+}

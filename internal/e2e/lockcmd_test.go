@@ -385,8 +385,13 @@ type lcLock struct {
 		Pid     int64  `json:"pid"`
 		Command string `json:"command"`
 	} `json:"holder"`
-	Remove []string `json:"remove"`
-	Action string   `json:"action"`
+	Remove  []string `json:"remove"`
+	Action  string   `json:"action"`
+	Waiters []struct {
+		Pid      int    `json:"pid"`
+		Command  string `json:"command"`
+		LockType string `json:"lock_type"`
+	} `json:"waiters"`
 }
 
 // doctor runs lockctl doctor --json on dir and returns its judgement of
