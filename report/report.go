@@ -104,9 +104,12 @@ type jsonLock struct {
 	Path string `json:"path"`
 	// PathShell is the path quoted for a shell, byte-exact, present only
 	// when the path is not valid UTF-8 (which JSON strings cannot carry).
-	PathShell  string      `json:"path_shell,omitempty"`
-	Kind       string      `json:"kind"`
-	Format     string      `json:"format"`
+	PathShell string `json:"path_shell,omitempty"`
+	Kind      string `json:"kind"`
+	Format    string `json:"format"`
+	// Producer names the program whose lock it is, where lockctl knows it
+	// (git, postgresql, ...): so a fleet can count wedged git locks apart.
+	Producer   string      `json:"producer,omitempty"`
 	Verdict    string      `json:"verdict"`
 	Reason     string      `json:"reason"`
 	Holder     *jsonHolder `json:"holder"`
@@ -184,6 +187,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Path:       l.Path,
 		Kind:       string(l.Kind),
 		Format:     string(l.Format),
+		Producer:   l.Producer,
 		Verdict:    string(res.Verdict),
 		Reason:     res.Reason,
 		AgeSeconds: ageSeconds(now, res.Modified),
@@ -266,6 +270,9 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		fmt.Fprintf(b, "  %s %s\n", render(st.label, fmt.Sprintf("%-7s", label)), text)
 	}
 	what := fmt.Sprintf("%s, %s", l.Format, l.Kind)
+	if l.Producer != "" && l.Producer != string(l.Format) {
+		what = l.Producer + " lock: " + what
+	}
 	if !res.Modified.IsZero() {
 		what += fmt.Sprintf(", modified %s (%s ago)", res.Modified.UTC().Format(time.RFC3339), Age(now.Sub(res.Modified)))
 	}

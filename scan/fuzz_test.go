@@ -166,6 +166,10 @@ func FuzzParsePidFile(f *testing.F) {
 			if h != nil {
 				t.Fatalf("%q read as no-pid with holder %+v", b, h)
 			}
+		case scan.FormatKernel:
+			if h != nil || string(b) != scan.KernelRecord {
+				t.Fatalf("%q read as a kernel-lock record (holder %+v)", b, h)
+			}
 		case scan.FormatPid, scan.FormatUUCP, scan.FormatKeyValue:
 			if h == nil {
 				t.Fatalf("%q read as %s without a holder", b, format)
@@ -202,6 +206,29 @@ func FuzzParseLockctl(f *testing.F) {
 		}
 		if tpid, ok := scan.ParseBToken(h.Token); !ok || tpid != h.Pid || !h.HasStart {
 			t.Fatalf("ParseLockctl accepted token %q for pid %d (start fenced %v)", h.Token, h.Pid, h.HasStart)
+		}
+	})
+}
+
+// FuzzParsePostgres: a PostgreSQL lock file never panics the parser, and
+// one it accepts names a pid written on its first line and an absolute data
+// directory.
+func FuzzParsePostgres(f *testing.F) {
+	f.Add([]byte("29666\n/tmp/pgt/data\n1796167159\n55432\n/tmp/pgt\n\n  9978586         4\nready   \n"), true)
+	f.Add([]byte("-4242\n/srv/pg\n"), false)
+	f.Fuzz(func(t *testing.T, b []byte, dataDir bool) {
+		h, pg, err := scan.ParsePostgres(b, dataDir)
+		if err != nil {
+			if h != nil || pg != nil {
+				t.Fatalf("holder %+v returned with error %v", h, err)
+			}
+			checkErr(t, err)
+			return
+		}
+		checkPid(t, h.Pid, h.PidText)
+		first, _, _ := strings.Cut(string(b), "\n")
+		if strings.TrimPrefix(first, "-") != h.PidText || !strings.HasPrefix(pg.DataDir, "/") || pg.HasShm && !dataDir {
+			t.Fatalf("%q read as pid %q, data directory %q, shm %v", b, h.PidText, pg.DataDir, pg.HasShm)
 		}
 	})
 }

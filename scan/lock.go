@@ -42,6 +42,7 @@ const (
 	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
 	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
 	FormatKernel       Format = "kernel"       // lockctl's own kernel-lock file: KernelRecord
+	FormatPostgres     Format = "postgresql"   // postmaster.pid, .s.PGSQL.<port>.lock
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -77,6 +78,15 @@ type Lock struct {
 	// lock file it is ("dpkg", "apt"; see KnownKernelLock). Empty for every
 	// other lock, an empty file of unknown kind included.
 	KernelLock string
+	// Producer names the program whose lock this is, when its place, name
+	// and bytes say so (producers.go): "git", "postgresql". Its own rule
+	// then judges it.
+	Producer string
+	// Repo is the repository a git lock belongs to: its common git
+	// directory (Producer "git").
+	Repo *Repo
+	// Postgres is what a PostgreSQL lock file says beyond its pid.
+	Postgres *Postgres
 	// Err is set when the lock could not be read at all.
 	Err error
 }

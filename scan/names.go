@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultNames are the lock name patterns used when none are given.
-var DefaultNames = []string{"*.lock", "*.lck", "LCK..*"}
+var DefaultNames = []string{"*.lock", "*.lck", "LCK..*", "postmaster.pid"}
 
 // Matcher decides which names are locks and which are side files of a lock.
 // Every name the walk meets is asked, so the common pattern shapes (*.lock,

@@ -402,3 +402,34 @@ func TestMatcherAgreesWithPathMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePostgres: the bytes of a real postmaster.pid and socket lock
+// (PostgreSQL 15, pg_ctl start, then read with cat -A), and what is not one.
+func TestParsePostgres(t *testing.T) {
+	pid := "29666\n/tmp/pgt/data\n1796167159\n55432\n/tmp/pgt\n\n  9978586         4\nready   \n"
+	h, pg, err := scan.ParsePostgres([]byte(pid), true)
+	if err != nil || h.Pid != 29666 || h.Since.Unix() != 1796167159 || pg.DataDir != "/tmp/pgt/data" || !pg.HasShm || pg.ShmKey != 9978586 || pg.ShmID != 4 || pg.Standalone {
+		t.Errorf("scan.ParsePostgres(postmaster.pid) = %+v, %+v, %v", h, pg, err)
+	}
+	sock := "29666\n/tmp/pgt/data\n1796167159\n55432\n/tmp/pgt\n"
+	if h, pg, err := scan.ParsePostgres([]byte(sock), false); err != nil || h.Pid != 29666 || pg.HasShm {
+		t.Errorf("scan.ParsePostgres(.s.PGSQL.55432.lock) = %+v, %+v, %v", h, pg, err)
+	}
+	// Written in steps: the first two lines are enough to name the holder.
+	if h, pg, err := scan.ParsePostgres([]byte("29666\n/tmp/pgt/data\n"), true); err != nil || h.Pid != 29666 || pg.HasShm {
+		t.Errorf("scan.ParsePostgres(two lines) = %+v, %+v, %v", h, pg, err)
+	}
+	if h, pg, err := scan.ParsePostgres([]byte("-4242\n/srv/pg\n"), true); err != nil || h.Pid != 4242 || !pg.Standalone {
+		t.Errorf("scan.ParsePostgres(a standalone backend) = %+v, %+v, %v", h, pg, err)
+	}
+	for _, bad := range []string{"", "29666\n", "29666\nrelative\n", "x\n/srv\n", "29666\n/srv", "+1\n/srv\n", "--1\n/srv\n"} {
+		if _, _, err := scan.ParsePostgres([]byte(bad), true); err == nil {
+			t.Errorf("scan.ParsePostgres(%q) succeeded, want an error", bad)
+		}
+	}
+	for name, want := range map[string]bool{".s.PGSQL.5432.lock": true, ".s.PGSQL..lock": false, ".s.PGSQL.99999.lock": false, ".s.PGSQL.5432": false, "x.lock": false} {
+		if got := scan.IsPGSocketLock(name); got != want {
+			t.Errorf("scan.IsPGSocketLock(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -410,6 +410,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	}
 	if r.Err == nil {
 		l.Format, r.Holder, r.Err = ParsePidFile(r.Raw)
+		recognise(l, &r)
 	}
 	switch {
 	case r.Err != nil:

@@ -39,6 +39,25 @@ type LockDetail interface {
 	WholeTable() bool
 }
 
+// RepoWitness is Evidence that can say which running git processes work in
+// a repository, named by the device and inode of its common git directory:
+// git records no holder in its lock files, and keeps none of them open
+// while, say, a commit waits in its editor. complete is false when not
+// every process could be seen, or a git process's working directory or
+// environment could not be read.
+type RepoWitness interface {
+	GitWorkers(dev, ino uint64) (hs []KernelHolder, complete bool)
+}
+
+// ShmWitness is Evidence that can say whether a System V shared memory
+// segment is still attached by some process: PostgreSQL's own test of a
+// cluster whose postmaster is gone (orphan backends keep its segment).
+// known is false when the segment could not be examined, or may live in an
+// IPC namespace this reader does not see.
+type ShmWitness interface {
+	ShmInUse(key, id uint64) (inUse, known bool)
+}
+
 // LocksOnly is kernel evidence cut down to its lock table, for a judge that
 // only ever acts on gone locks (lockctl acquire): it answers Locks, and says
 // of every other question that it did not look, so that an owner-less lock

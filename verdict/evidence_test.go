@@ -38,7 +38,17 @@ type fakeEvidence struct {
 	// waiting and whole are what LockDetail answers.
 	waiting map[[2]uint64][]KernelHolder
 	whole   bool
+	// git and gitComplete are what RepoWitness answers, for any repository;
+	// shm and shmKnown what ShmWitness answers.
+	git              []KernelHolder
+	gitComplete      bool
+	shmUsed, shmKnow bool
 }
+
+func (f *fakeEvidence) GitWorkers(dev, ino uint64) ([]KernelHolder, bool) {
+	return f.git, f.gitComplete
+}
+func (f *fakeEvidence) ShmInUse(key, id uint64) (bool, bool) { return f.shmUsed, f.shmKnow }
 
 func (f *fakeEvidence) Waiters(dev, ino uint64) []KernelHolder { return f.waiting[[2]uint64{dev, ino}] }
 func (f *fakeEvidence) WholeTable() bool                       { return f.whole }
@@ -670,4 +680,57 @@ func TestJudgeKernelLockFile(t *testing.T) {
 	if len(got.Kernel) != 1 || got.Kernel[0] != apt || len(got.Waiters) != 1 || got.Waiters[0] != waiter {
 		t.Errorf("Judge(dpkg-held).Kernel, .Waiters = %+v, %+v, want [%+v], [%+v]", got.Kernel, got.Waiters, apt, waiter)
 	}
+}
+
+// TestJudgeGitLock: a git lock (git records no holder, and keeps no file
+// open while a commit waits in its editor) is live while a git process works
+// in its repository, unknown when that cannot be told, and owner-less only
+// when every git process was seen and none works there.
+func TestJudgeGitLock(t *testing.T) {
+	gitLock := func() *scan.Lock {
+		l := onDisk(pidFile(scan.FormatUnrecognized, "DIRC\x00\x00\x00\x02", nil, &scan.FormatError{Format: scan.FormatUnrecognized, Reason: "the content is binary"}))
+		l.Producer, l.Repo = scan.ProducerGit, &scan.Repo{Path: "/srv/repo/.git", Dev: 9, Ino: 99}
+		return l
+	}
+	commit := KernelHolder{Pid: 4321, Comm: "git", How: "works in the repository"}
+	ev := func(hs []KernelHolder, complete bool) *fakeEvidence {
+		e := nobodyHolds()
+		e.git, e.gitComplete = hs, complete
+		return e
+	}
+	runEv(t, []evCase{
+		{name: "git-commit-in-editor", lock: gitLock(), ev: ev([]KernelHolder{commit}, true), want: Live,
+			exact: "a git lock of the repository /srv/repo/.git: git process pid 4321 (git) works in it"},
+		// Even an incomplete look that found one: it is held.
+		{name: "git-found-in-partial-look", lock: gitLock(), ev: ev([]KernelHolder{commit}, false), want: Live},
+		{name: "git-unseen", lock: gitLock(), ev: ev(nil, false), want: Unknown, reason: "not every git process's working directory could be seen"},
+		{name: "git-none", lock: gitLock(), ev: ev(nil, true), want: Ownerless, seen: SeenComplete, reason: "no git process works in it",
+			remove: []Step{{Op: OpRemove, Path: "/run/lock/LCK..ttyS0"}}},
+	})
+}
+
+// TestJudgePostgres: a PostgreSQL data directory's lock whose postmaster is
+// gone stays held while its shared memory is attached (orphan backends),
+// and when that cannot be examined; only a segment seen gone or unattached
+// leaves it gone, as PostgreSQL decides.
+func TestJudgePostgres(t *testing.T) {
+	pg := func(shm bool) *scan.Lock {
+		h := &scan.Holder{Pid: 9333, PidText: "9333", Command: "postgres", Since: written}
+		l := onDisk(pidFile(scan.FormatPostgres, "9333\n/srv/pg\n", h, nil))
+		l.Producer, l.Postgres = scan.ProducerPostgres, &scan.Postgres{DataDir: "/srv/pg", ShmKey: 5432001, ShmID: 7, HasShm: shm}
+		return l
+	}
+	ev := func(used, known bool) *fakeEvidence {
+		e := nobodyHolds()
+		e.shmUsed, e.shmKnow = used, known
+		return e
+	}
+	gone := []Step{{Op: OpRemove, Path: "/run/lock/LCK..ttyS0"}}
+	runEv(t, []evCase{
+		{name: "postmaster-running", lock: pg(true), procs: map[int]Proc{9333: alive}, ev: ev(false, true), want: Live, notAsked: true},
+		{name: "orphan-backends", lock: pg(true), ev: ev(true, true), want: Live, reason: "processes are still attached to its shared memory segment (key 5432001, id 7)"},
+		{name: "segment-unseen", lock: pg(true), ev: ev(false, false), want: Unknown, reason: "cannot be examined from here"},
+		{name: "segment-gone", lock: pg(true), ev: ev(false, true), want: Gone, remove: gone},
+		{name: "socket-lock", lock: pg(false), ev: ev(true, false), want: Gone, remove: gone},
+	})
 }

@@ -150,6 +150,9 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	case Ownerless:
 		r = j.kernelHolders(r)
 	case Gone:
+		if r.Lock.Producer == scan.ProducerPostgres {
+			r = j.postgresShm(r)
+		}
 		r = j.lockedAnyway(r)
 	}
 	r.Debris = j.debris(l)
@@ -172,6 +175,8 @@ func (j *Judge) judge(l *scan.Lock) Result {
 		return j.claimed(r)
 	case l.KernelLock != "" && l.Kind == scan.KindFile:
 		return j.kernelLock(r)
+	case l.Producer == scan.ProducerGit && l.Kind == scan.KindFile && l.Repo != nil:
+		return j.gitLock(r)
 	}
 
 	var best *judged

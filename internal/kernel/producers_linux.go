@@ -1,0 +1,193 @@
+package kernel
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
+	"golang.org/x/sys/unix"
+)
+
+// GitWorkers implements verdict.RepoWitness: every running git process
+// (a command name starting "git") whose repository, resolved as git
+// resolves it (GIT_COMMON_DIR, GIT_DIR, else up from its working
+// directory, which -C has already changed), is the common git directory
+// dev:ino. It looks through each process's own /proc/<pid>/cwd and root,
+// so a git in a container or behind a bind mount is seen by inode, not by
+// path. complete is false when this reader does not see every process, or
+// a git process's working directory or environment cannot be read.
+func (k *KernelEvidence) GitWorkers(dev, ino uint64) ([]verdict.KernelHolder, bool) {
+	complete := wholeView() == nil
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	self := os.Getpid()
+	var hs []verdict.KernelHolder
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited since the listing
+		}
+		state, comm, _, err := ParseStat(b)
+		if err != nil || !strings.HasPrefix(comm, "git") || statExited(b, state) {
+			continue
+		}
+		d, i, found, err := gitRepoOfProc(pid)
+		switch {
+		case err != nil:
+			if _, serr := os.Stat("/proc/" + e.Name()); serr == nil {
+				complete = false // running, and its repository cannot be told
+			}
+		case found && d == dev && i == ino:
+			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm, How: "works in the repository"})
+		}
+	}
+	return hs, complete
+}
+
+// gitRepoOfProc finds the common git directory that process pid works in.
+// found is false when it works in none (git init, git clone).
+func gitRepoOfProc(pid int) (dev, ino uint64, found bool, err error) {
+	p := "/proc/" + strconv.Itoa(pid)
+	env, err := os.ReadFile(p + "/environ")
+	if err != nil {
+		return 0, 0, false, err
+	}
+	cwd, root := p+"/cwd", p+"/root"
+	if _, err := os.Stat(cwd); err != nil {
+		return 0, 0, false, err
+	}
+	in := func(base, q string) string {
+		if filepath.IsAbs(q) {
+			return root + q
+		}
+		return base + "/" + q
+	}
+	var gitDir, common string
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("GIT_DIR=")); ok && len(v) > 0 {
+			gitDir = in(cwd, string(v))
+		}
+		if v, ok := bytes.CutPrefix(kv, []byte("GIT_COMMON_DIR=")); ok && len(v) > 0 {
+			common = in(cwd, string(v))
+		}
+	}
+	if gitDir == "" && common == "" {
+		gitDir = findGitDir(cwd, in)
+	}
+	if common == "" && gitDir != "" {
+		common = gitDir
+		if b, err := os.ReadFile(gitDir + "/commondir"); err == nil {
+			common = in(gitDir, strings.TrimSpace(string(b)))
+		}
+	}
+	if common == "" {
+		return 0, 0, false, nil
+	}
+	fi, err := os.Stat(common)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	dev, ino, ok := fsx.DevIno(fi)
+	return dev, ino, ok, nil
+}
+
+// findGitDir walks up from dir, as git does, to the git directory it is
+// in or under: dir itself, or a .git directory, or the directory a .git
+// file ("gitdir: <path>", a worktree's or a submodule's) names.
+func findGitDir(dir string, in func(base, q string) string) string {
+	cand := dir
+	for i := 0; i < 256; i++ {
+		if scan.IsGitDir(cand) {
+			return cand
+		}
+		g := cand + "/.git"
+		if fi, err := os.Lstat(g); err == nil {
+			switch {
+			case fi.IsDir() && scan.IsGitDir(g):
+				return g
+			case fi.Mode().IsRegular():
+				if b, err := os.ReadFile(g); err == nil {
+					if v, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+						return in(cand, strings.TrimSpace(v))
+					}
+				}
+			}
+		}
+		up := cand + "/.."
+		a, err1 := os.Stat(cand)
+		b, err2 := os.Stat(up)
+		if err1 != nil || err2 != nil || os.SameFile(a, b) {
+			return "" // the root of its file system tree
+		}
+		cand = up
+	}
+	return ""
+}
+
+// ShmInUse implements verdict.ShmWitness, as PostgreSQL's
+// PGSharedMemoryIsInUse does: shmctl(IPC_STAT) on the segment id. Attached
+// by any process: in use. Gone (EINVAL, EIDRM), or now another key's: not
+// in use, but known only when every process on the machine shares this
+// reader's IPC namespace (a container's segment is invisible here). Any
+// other failure (EACCES): not known.
+func (k *KernelEvidence) ShmInUse(key, id uint64) (inUse, known bool) {
+	if id > 1<<31-1 {
+		return false, false
+	}
+	var ds unix.SysvShmDesc
+	_, err := unix.SysvShmCtl(int(id), unix.IPC_STAT, &ds)
+	switch {
+	case err == nil && uint64(uint32(ds.Perm.Key)) == key:
+		return ds.Nattch > 0, true
+	case err == nil, errors.Is(err, unix.EINVAL), errors.Is(err, unix.EIDRM):
+		return false, oneIPCNamespace()
+	}
+	return false, false
+}
+
+// oneIPCNamespace reports whether every process on the machine is in this
+// reader's IPC namespace, and this reader sees them all.
+func oneIPCNamespace() bool {
+	if wholeView() != nil {
+		return false
+	}
+	mine, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		ns, err := os.Readlink("/proc/" + e.Name() + "/ns/ipc")
+		if err != nil {
+			if _, serr := os.Stat("/proc/" + e.Name()); serr == nil {
+				return false // running, and its namespace cannot be read
+			}
+			continue
+		}
+		if ns != mine {
+			return false
+		}
+	}
+	return true
+}

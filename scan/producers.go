@@ -1,0 +1,159 @@
+package scan
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+)
+
+// The producers whose locks lockctl reads by their own rules (docs/formats.md).
+const (
+	ProducerGit      = "git"
+	ProducerPostgres = "postgresql"
+)
+
+// Repo is a git repository, named by its common git directory (the one
+// that holds objects and refs, shared by every worktree): its device and
+// inode, so that bind mounts, containers and worktrees that name it by
+// other paths are the same repository.
+type Repo struct {
+	Path     string
+	Dev, Ino uint64
+}
+
+// Postgres is what a PostgreSQL lock file holds beyond its pid
+// (src/backend/utils/init/miscinit.c, CreateLockFile; the line numbers are
+// LOCK_FILE_LINE_* in src/include/miscadmin.h).
+type Postgres struct {
+	// DataDir is line 2: the data directory.
+	DataDir string
+	// Standalone says line 1 was negative: a standalone backend, not a
+	// postmaster.
+	Standalone bool
+	// ShmKey and ShmID are line 7 of postmaster.pid, the System V shared
+	// memory segment of the cluster; HasShm is false when the line is not
+	// there (the file is written in several steps) or for the socket lock.
+	ShmKey, ShmID uint64
+	HasShm        bool
+}
+
+// recognise names the producer of a lock file just read, from its place,
+// name and bytes, and reads what that producer's rule needs.
+func recognise(l *Lock, r *Record) {
+	switch {
+	case l.Name == "postmaster.pid" || isPGSocketLock(l.Name):
+		if h, pg, err := ParsePostgres(r.Raw, l.Name == "postmaster.pid"); err == nil {
+			l.Format, l.Producer, l.Postgres = FormatPostgres, ProducerPostgres, pg
+			r.Holder, r.Err = h, nil
+		}
+	case strings.HasSuffix(l.Name, ".lock") && r.Holder == nil:
+		if repo, ok := gitRepoOf(l.Dir); ok {
+			l.Producer, l.Repo = ProducerGit, repo
+		}
+	}
+}
+
+// isPGSocketLock reports whether name is a PostgreSQL socket's lock file,
+// .s.PGSQL.<port>.lock.
+func isPGSocketLock(name string) bool {
+	port, ok := strings.CutPrefix(name, ".s.PGSQL.")
+	if port, ok = strings.CutSuffix(port, ".lock"); !ok || port == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// ParsePostgres parses a PostgreSQL lock file: the pid on line 1 (negative
+// for a standalone backend), the absolute data directory on line 2, the
+// start time (seconds since the epoch, the postmaster's own clock when it
+// started: not the kernel's start time of the process) on line 3, and in
+// postmaster.pid (dataDir) "<key> <id>" of its shared memory on line 7.
+// Lines after the second may be missing: the file is written in steps.
+func ParsePostgres(b []byte, dataDir bool) (*Holder, *Postgres, error) {
+	const f = FormatPostgres
+	if len(b) == 0 || !strings.HasSuffix(string(b), "\n") {
+		return nil, nil, malformed(f, "no final newline")
+	}
+	ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(ls) < 2 {
+		return nil, nil, malformed(f, "%d lines, want at least 2", len(ls))
+	}
+	text := strings.TrimPrefix(ls[0], "-")
+	pid, ok := parsePid(text)
+	if !ok || !isDigits(text) {
+		return nil, nil, malformed(f, "line 1 is not a pid")
+	}
+	if !strings.HasPrefix(ls[1], "/") {
+		return nil, nil, malformed(f, "line 2 is not a data directory")
+	}
+	h := &Holder{Pid: pid, PidText: text, Command: "postgres"}
+	pg := &Postgres{DataDir: ls[1], Standalone: ls[0][0] == '-'}
+	if len(ls) >= 3 {
+		if s, err := strconv.ParseInt(strings.TrimSpace(ls[2]), 10, 64); err == nil && s > 0 {
+			h.Since = time.Unix(s, 0)
+		}
+	}
+	if dataDir && len(ls) >= 7 {
+		if k, id, ok := strings.Cut(strings.TrimSpace(ls[6]), " "); ok {
+			kv, err1 := strconv.ParseUint(strings.TrimSpace(k), 10, 64)
+			iv, err2 := strconv.ParseUint(strings.TrimSpace(id), 10, 64)
+			if err1 == nil && err2 == nil {
+				pg.ShmKey, pg.ShmID, pg.HasShm = kv, iv, true
+			}
+		}
+	}
+	return h, pg, nil
+}
+
+// gitRepoOf finds the git repository whose git directory holds dir: the
+// nearest ancestor (dir included) that is a git directory, then its common
+// directory (a worktree's git directory names it in "commondir"). Only a
+// path with a component that is ".git" or ends in ".git" is looked at, so
+// that no lock elsewhere costs a look up the tree.
+func gitRepoOf(dir string) (*Repo, bool) {
+	if !strings.Contains(dir+"/", ".git/") {
+		return nil, false
+	}
+	for a, i := dir, 0; i < 64; a, i = filepath.Dir(a), i+1 {
+		if IsGitDir(a) {
+			common := a
+			if b, err := os.ReadFile(filepath.Join(a, "commondir")); err == nil {
+				c := strings.TrimSpace(string(b))
+				if !filepath.IsAbs(c) {
+					c = filepath.Join(a, c)
+				}
+				common = c
+			}
+			fi, err := os.Stat(common)
+			if err != nil {
+				return nil, false
+			}
+			dev, ino, ok := fsx.DevIno(fi)
+			return &Repo{Path: common, Dev: dev, Ino: ino}, ok
+		}
+		if a == "/" || a == "." {
+			break
+		}
+	}
+	return nil, false
+}
+
+// IsGitDir reports whether dir is a git directory: a HEAD file, and objects
+// (a repository's) or commondir (a worktree's).
+func IsGitDir(dir string) bool {
+	if fi, err := os.Lstat(filepath.Join(dir, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "objects")); err == nil && fi.IsDir() {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(dir, "commondir"))
+	return !errors.Is(err, fs.ErrNotExist) && err == nil
+}

@@ -1,0 +1,69 @@
+package verdict
+
+import "fmt"
+
+// The rules of the programs whose locks lockctl knows (scan/producers.go),
+// each the program's own, so that lockctl never breaks what the program
+// itself would not (docs/formats.md).
+
+// gitLock judges a git lock file (<path>.lock under a git directory). git
+// writes the new content into it and keeps no record of its holder, and
+// while a commit sits in its editor it keeps no descriptor of it open
+// either: the holder is a running git process that works in this
+// repository, by the device and inode of its common git directory.
+// git's own advice, once no git process runs there, is to remove the file.
+func (j *Judge) gitLock(r Result) Result {
+	l := r.Lock
+	what := fmt.Sprintf("a git lock of the repository %s", quoteName(l.Repo.Path))
+	w, ok := j.Evidence.(RepoWitness)
+	if !ok {
+		r = r.set(judged{v: Ownerless, reason: what + ", and no one asked which git processes run"})
+		r.ownerlessRemedy()
+		return r
+	}
+	hs, complete := w.GitWorkers(l.Repo.Dev, l.Repo.Ino)
+	if len(hs) > 0 {
+		h := hs[0]
+		r = r.set(judged{v: Live, reason: fmt.Sprintf("%s: git process pid %d (%s) works in it", what, h.Pid, h.Comm)})
+		r.Kernel = hs
+		for _, o := range hs[1:] {
+			r.Notes = append(r.Notes, fmt.Sprintf("also pid %d (%s) works in it", o.Pid, o.Comm))
+		}
+		return r
+	}
+	if !complete {
+		return r.set(judged{v: Unknown, reason: what + ", and not every git process's working directory could be seen, so one may be working in it (run lockctl as root, from the host)"})
+	}
+	r = r.set(judged{v: Ownerless, reason: what + ", and no git process works in it (git records no holder: its own advice is then to remove the file)"})
+	r.ownerlessRemedy()
+	return r
+}
+
+// postgresShm keeps a PostgreSQL data directory's lock whose postmaster is
+// gone while any process is still attached to the cluster's shared memory
+// (line 7 of postmaster.pid): orphan backends of a SIGKILLed postmaster
+// still run, and PostgreSQL itself refuses to start over them
+// (miscinit.c, CreateLockFile, PGSharedMemoryIsInUse). A segment that
+// cannot be examined counts as attached.
+func (j *Judge) postgresShm(r Result) Result {
+	pg := r.Lock.Postgres
+	if pg == nil || !pg.HasShm {
+		return r // the socket lock, or a file not yet written whole: the pid decides, as for PostgreSQL
+	}
+	w, ok := j.Evidence.(ShmWitness)
+	seg := fmt.Sprintf("its shared memory segment (key %d, id %d)", pg.ShmKey, pg.ShmID)
+	if !ok {
+		return r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but whether %s is still attached was not asked", r.Reason, seg)})
+	}
+	switch inUse, known := w.ShmInUse(pg.ShmKey, pg.ShmID); {
+	case !known:
+		r = r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but %s cannot be examined from here (another IPC namespace, or no permission): backends of the cluster may still run", r.Reason, seg)})
+	case inUse:
+		r = r.set(judged{v: Live, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but processes are still attached to %s: backends of the cluster still run (PostgreSQL refuses to start over them)", r.Reason, seg)})
+	default:
+		r.Reason = fmt.Sprintf("%s, and no process is attached to %s", r.Reason, seg)
+		return r
+	}
+	r.Remove = nil
+	return r
+}
