@@ -217,8 +217,9 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	lockDir := place{d, l.Name}
 	claim := func(token string) place { return place{d, f.claimName(l, token)} }
 	switch {
-	case l.Kind == scan.KindFile:
-		// The lock file is its own record: claiming it frees the lock.
+	case l.Kind == scan.KindFile, l.Kind == scan.KindSymlink && l.Producer != "":
+		// The lock file (or a producer's link) is its own record:
+		// claiming it frees the lock.
 		return f.claimJudgeRemove(l, judged, lockDir, claim(""), nil)
 	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryA:
 		from := place{d, l.Name + ".holder"}
@@ -323,7 +324,7 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	// A lock that changed hands between the judgement and the claim fails
 	// here, and its new owner's record goes straight back.
 	f.hook(BeforeVerify, l)
-	data, st, truncated, err := claim.at.ReadFile(claim.name, scan.MaxRecord)
+	data, st, truncated, err := readClaimed(l, claim)
 	var why string
 	switch {
 	case err != nil:
@@ -340,6 +341,22 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	rec := judged
 	rec.File, rec.Info = claim.name, st
 	return rec, nil
+}
+
+// readClaimed reads a claimed record: a file's bytes, or a link's target
+// (never following it), with the Stat of the very entry read.
+func readClaimed(l *scan.Lock, claim place) (data []byte, st fsx.Stat, truncated bool, err error) {
+	if l.Kind != scan.KindSymlink {
+		return claim.at.ReadFile(claim.name, scan.MaxRecord)
+	}
+	if st, err = claim.at.Lstat(claim.name); err != nil {
+		return nil, st, false, err
+	}
+	if st.Mode&fs.ModeSymlink == 0 {
+		return nil, st, false, fmt.Errorf("%s is no longer a symbolic link", claim.path())
+	}
+	t, err := claim.at.Readlink(claim.name, scan.MaxRecord)
+	return []byte(t), st, false, err
 }
 
 // rollback puts the claimed record back where it was, never replacing

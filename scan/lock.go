@@ -43,6 +43,10 @@ const (
 	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
 	FormatKernel       Format = "kernel"       // lockctl's own kernel-lock file: KernelRecord
 	FormatPostgres     Format = "postgresql"   // postmaster.pid, .s.PGSQL.<port>.lock
+	FormatMercurial    Format = "mercurial"    // .hg/wlock, .hg/store/lock: link to host[/ns]:pid
+	FormatEmacs        Format = "emacs"        // .#<file>: link to user@host.pid[:boot]
+	FormatChromium     Format = "chromium"     // SingletonLock: link to host-pid
+	FormatFirefox      Format = "firefox"      // profile lock: link to IPv4:+pid
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -132,6 +136,14 @@ type Holder struct {
 	// (lockctl run records itself and the command it runs), each fenced by
 	// its own start time. The lock is held while any of them runs.
 	Also []Identity
+	// User is the user a producer's record names (Emacs).
+	User string
+	// Booted is when the holder's machine booted, by the record (Emacs
+	// writes its own idea of it): evidence that a running pid is another
+	// process, never that it is gone.
+	Booted time.Time
+	// HostAddr says Host is an IP address, not a host name (Firefox).
+	HostAddr bool
 }
 
 // Identity is one process, named for the life of a boot: a pid and its

@@ -9,10 +9,20 @@ import (
 // DefaultNames are the lock name patterns used when none are given.
 var DefaultNames = []string{"*.lock", "*.lck", "LCK..*", "postmaster.pid"}
 
+// ProducerNames join DefaultNames, but a lock by one of these names is
+// reported only when its place and bytes say which known producer's it is
+// (producers.go, known.go): a file merely called lock is not Firefox's.
+var ProducerNames = []string{"lock", "wlock", "lock-frontend", "SingletonLock", ".#*"}
+
 // Matcher decides which names are locks and which are side files of a lock.
 // Every name the walk meets is asked, so the common pattern shapes (*.lock,
 // LCK..*, an exact name) are compiled to plain string comparisons.
-type Matcher struct{ pats []pattern }
+type Matcher struct {
+	pats []pattern
+	// onlyKnown are the patterns whose locks are kept only when a known
+	// producer's; plain are the others.
+	onlyKnown, plain []pattern
+}
 
 type patternKind int
 
@@ -44,10 +54,13 @@ func compile(g string) pattern {
 // NewMatcher checks the glob patterns (path.Match syntax) and returns a
 // Matcher for them, or for DefaultNames when globs is empty.
 func NewMatcher(globs []string) (Matcher, error) {
+	var m Matcher
 	if len(globs) == 0 {
+		for _, g := range ProducerNames {
+			m.onlyKnown = append(m.onlyKnown, compile(g))
+		}
 		globs = DefaultNames
 	}
-	var m Matcher
 	for _, g := range globs {
 		if _, err := path.Match(g, ""); err != nil {
 			return Matcher{}, fmt.Errorf("bad --name pattern %q: %w", g, err)
@@ -57,15 +70,26 @@ func NewMatcher(globs []string) (Matcher, error) {
 		}
 		m.pats = append(m.pats, compile(g))
 	}
+	m.plain = m.pats
+	m.pats = append(m.onlyKnown[:len(m.onlyKnown):len(m.onlyKnown)], m.plain...)
 	return m, nil
+}
+
+// OnlyIfKnown reports whether a lock called name is to be reported only
+// when it is a known producer's: it matches one of ProducerNames and none
+// of the other patterns.
+func (m Matcher) OnlyIfKnown(name string) bool {
+	return matchAny(m.onlyKnown, name) && !matchAny(m.plain, name)
 }
 
 // exactMatcher matches one name, whatever characters it holds.
 func exactMatcher(name string) Matcher { return Matcher{pats: []pattern{{patExact, name}}} }
 
 // IsLock reports whether name matches a lock pattern.
-func (m Matcher) IsLock(name string) bool {
-	for _, p := range m.pats {
+func (m Matcher) IsLock(name string) bool { return matchAny(m.pats, name) }
+
+func matchAny(pats []pattern, name string) bool {
+	for _, p := range pats {
 		switch p.kind {
 		case patExact:
 			if name == p.lit {

@@ -14,8 +14,12 @@ import (
 
 // The producers whose locks lockctl reads by their own rules (docs/formats.md).
 const (
-	ProducerGit      = "git"
-	ProducerPostgres = "postgresql"
+	ProducerGit       = "git"
+	ProducerPostgres  = "postgresql"
+	ProducerMercurial = "mercurial"
+	ProducerEmacs     = "emacs"
+	ProducerChromium  = "chromium"
+	ProducerFirefox   = "firefox"
 )
 
 // Repo is a git repository, named by its common git directory (the one
@@ -50,6 +54,14 @@ func recognise(l *Lock, r *Record) {
 	case l.Name == "postmaster.pid" || isPGSocketLock(l.Name):
 		if h, pg, err := ParsePostgres(r.Raw, l.Name == "postmaster.pid"); err == nil {
 			l.Format, l.Producer, l.Postgres = FormatPostgres, ProducerPostgres, pg
+			r.Holder, r.Err = h, nil
+		}
+	case r.Holder == nil && (linkProducer(l.Dir, l.Name) == ProducerMercurial || linkProducer(l.Dir, l.Name) == ProducerEmacs):
+		// Where symbolic links fail, Mercurial and Emacs write the same
+		// bytes into a regular file.
+		p := linkProducer(l.Dir, l.Name)
+		if h, err := ParseLinkLock(p, string(r.Raw)); err == nil {
+			l.Format, l.Producer = Format(p), p
 			r.Holder, r.Err = h, nil
 		}
 	case strings.HasSuffix(l.Name, ".lock") && r.Holder == nil:
@@ -156,4 +168,119 @@ func IsGitDir(dir string) bool {
 	}
 	_, err := os.Lstat(filepath.Join(dir, "commondir"))
 	return !errors.Is(err, fs.ErrNotExist) && err == nil
+}
+
+// linkProducer says whose symbolic-link lock name in dir would be, by place
+// and name alone; the target must then parse as that producer's.
+func linkProducer(dir, name string) string {
+	base := filepath.Base(dir)
+	switch {
+	case (name == "wlock" || name == "lock") && base == ".hg",
+		name == "lock" && base == "store" && filepath.Base(filepath.Dir(dir)) == ".hg":
+		return ProducerMercurial
+	case strings.HasPrefix(name, ".#") && len(name) > 2:
+		return ProducerEmacs
+	case name == "SingletonLock":
+		return ProducerChromium
+	case name == "lock":
+		return ProducerFirefox
+	}
+	return ""
+}
+
+// ParseLinkLock parses the target of a producer's symbolic-link lock:
+//
+//   - Mercurial (mercurial/lock.py, _getlockprefix and lock._trylock):
+//     "<host>:<pid>", or "<host>/<pid namespace inode, lowercase hex>:<pid>"
+//     on Linux where /proc/self/ns/pid could be read;
+//   - Emacs (src/filelock.c, lock_file_1 and current_lock_owner):
+//     "<user>@<host>.<pid>", then ":<boot time, seconds since the epoch>"
+//     where it knows the boot time; the host may hold dots, the pid is
+//     after the last one;
+//   - Chromium (chrome/browser/process_singleton_posix.cc): "<host>-<pid>",
+//     split at the last "-";
+//   - Firefox (profile/dirserviceprovider/nsProfileLock.cpp,
+//     LockWithSymlink): "<IPv4 address>:<pid>", the pid after a "+" in
+//     versions that also take an fcntl lock on .parentlock.
+func ParseLinkLock(producer, target string) (*Holder, error) {
+	f := Format(producer)
+	pidOf := func(s string) (int64, bool) {
+		p, ok := parsePid(s)
+		return p, ok && isDigits(s) && p > 0
+	}
+	switch producer {
+	case ProducerMercurial:
+		prefix, pidText, ok := cutLast(target, ":")
+		pid, okp := pidOf(pidText)
+		if !ok || !okp || prefix == "" {
+			return nil, malformed(f, "the target is not <host>[/<namespace>]:<pid>")
+		}
+		h := &Holder{Pid: pid, PidText: pidText, Host: prefix, Command: "hg"}
+		if host, ns, ok := cutLast(prefix, "/"); ok {
+			ino, err := strconv.ParseUint(ns, 16, 64)
+			if err != nil || host == "" || ns != strings.ToLower(ns) {
+				return nil, malformed(f, "the pid namespace %q is not a lowercase hex inode", ns)
+			}
+			h.Host, h.PidNS = host, "pid:["+strconv.FormatUint(ino, 10)+"]"
+		}
+		return h, nil
+	case ProducerEmacs:
+		at := strings.LastIndexByte(target, '@')
+		dot := strings.LastIndexByte(target, '.')
+		if at < 0 || dot < at+2 {
+			return nil, malformed(f, "the target is not <user>@<host>.<pid>[:<boot time>]")
+		}
+		pidText, boot, hasBoot := strings.Cut(target[dot+1:], ":")
+		pid, ok := pidOf(pidText)
+		if !ok {
+			return nil, malformed(f, "the pid %q is not a process id", pidText)
+		}
+		h := &Holder{Pid: pid, PidText: pidText, User: target[:at], Host: target[at+1 : dot], Command: "emacs"}
+		if hasBoot {
+			s, err := strconv.ParseInt(boot, 10, 64)
+			if err != nil || s < 0 || !isDigits(boot) {
+				return nil, malformed(f, "the boot time %q is not a number of seconds", boot)
+			}
+			h.Booted = time.Unix(s, 0)
+		}
+		return h, nil
+	case ProducerChromium:
+		host, pidText, ok := cutLast(target, "-")
+		pid, okp := pidOf(pidText)
+		if !ok || !okp || host == "" {
+			return nil, malformed(f, "the target is not <host>-<pid>")
+		}
+		return &Holder{Pid: pid, PidText: pidText, Host: host, Command: "chrome"}, nil
+	case ProducerFirefox:
+		addr, pidText, ok := cutLast(target, ":")
+		pidText = strings.TrimPrefix(pidText, "+")
+		pid, okp := pidOf(pidText)
+		if !ok || !okp || !isIPv4(addr) {
+			return nil, malformed(f, "the target is not <IPv4>:[+]<pid>")
+		}
+		return &Holder{Pid: pid, PidText: pidText, Host: addr, HostAddr: true, Command: "firefox"}, nil
+	}
+	return nil, malformed(f, "no such producer")
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+func isIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 255 || !isDigits(p) || len(p) > 3 {
+			return false
+		}
+	}
+	return true
 }

@@ -70,7 +70,10 @@ func ResolveRoot(p string, m Matcher) (Root, error) {
 		}
 	}
 	r := Root{Given: p, Path: real}
-	r.Lock = !fi.IsDir() || m.IsLock(filepath.Base(real))
+	// A directory by a producer's name only (/run/lock, .hg/store/lock is
+	// never a directory) is a registry to walk, not a lock.
+	base := filepath.Base(real)
+	r.Lock = !fi.IsDir() || m.IsLock(base) && !m.OnlyIfKnown(base)
 	if dev, ino, ok := fsx.DevIno(fi); ok {
 		r.dev, r.ino = dev, ino
 	}
@@ -372,8 +375,12 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS) *Lock {
 		w.readFile(d, l)
 	case st.Mode&fs.ModeSymlink != 0:
 		l.Kind = KindSymlink
+		readLinkLock(d, l)
 	default:
 		l.Kind = KindOther
+	}
+	if w.Match.OnlyIfKnown(name) && l.Producer == "" && l.KernelLock == "" {
+		return nil // by a producer's name, but not that producer's
 	}
 	w.readSides(d, l, sides)
 	if l.Kind == KindDir && l.Format == FormatEmpty {
@@ -603,4 +610,25 @@ func (r Record) Format() Format {
 	}
 	f, _, _ := ParsePidFile(r.Raw)
 	return f
+}
+
+// readLinkLock reads a symbolic link that may be a producer's lock
+// (Mercurial, Emacs, Chromium, Firefox keep their record in the link's
+// target): never following it, only reading what it says. A link that is
+// no known producer's stays a bare symlink.
+func readLinkLock(d fsx.Dir, l *Lock) {
+	p := linkProducer(l.Dir, l.Name)
+	if p == "" {
+		return
+	}
+	target, err := d.Readlink(l.Name, MaxRecord)
+	if err != nil {
+		return
+	}
+	h, err := ParseLinkLock(p, target)
+	if err != nil {
+		return
+	}
+	l.Producer, l.Format = p, Format(p)
+	l.Holders = []Record{{File: l.Name, Info: l.Info, Raw: []byte(target), Holder: h}}
 }

@@ -488,10 +488,17 @@ func TestNewMatcher(t *testing.T) {
 	}
 	for name, want := range map[string]bool{
 		"x.lock": true, ".config.lock": true, "a.lck": true, "LCK..ttyS0": true,
-		"x.lock.holder": false, "lock": false, "x.pid": false, "LCK.ttyS0": false,
+		"x.lock.holder": false, "x.pid": false, "LCK.ttyS0": false,
+		"postmaster.pid": true, "lock": true, "SingletonLock": true, ".#notes.txt": true,
 	} {
 		if got := m.IsLock(name); got != want {
 			t.Errorf("default IsLock(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// A producer's names are kept only when that producer's.
+	for name, want := range map[string]bool{"lock": true, "wlock": true, "SingletonLock": true, ".#notes.txt": true, "x.lock": false, "postmaster.pid": false} {
+		if got := m.OnlyIfKnown(name); got != want {
+			t.Errorf("default OnlyIfKnown(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

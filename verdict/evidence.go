@@ -58,6 +58,12 @@ type ShmWitness interface {
 	ShmInUse(key, id uint64) (inUse, known bool)
 }
 
+// AddrWitness is Evidence that can say whether an IP address is this
+// machine's (Firefox names the host of its lock by address).
+type AddrWitness interface {
+	IsLocalAddr(ip string) bool
+}
+
 // LocksOnly is kernel evidence cut down to its lock table, for a judge that
 // only ever acts on gone locks (lockctl acquire): it answers Locks, and says
 // of every other question that it did not look, so that an owner-less lock

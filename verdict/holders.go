@@ -37,7 +37,20 @@ func (j *Judge) record(l *scan.Lock, rec *scan.Record) judged {
 			"the holder record %s (written %s) is older than the lock directory (made %s): it was left by an earlier holder, and this directory's owner is unknown",
 			rec.File, stamp(rec.Info.Mtime), stamp(l.Info.Created()))}
 	}
-	return j.holder(rec.Holder, l.Format, rec.Info, l.FS)
+	if jd, decided := j.producerHolder(l, rec.Holder); decided {
+		return jd
+	}
+	h := rec.Holder
+	if h.HostAddr {
+		// Firefox names its host by address: this host's, or another's.
+		c := *h
+		if w, ok := j.Evidence.(AddrWitness); ok && w.IsLocalAddr(h.Host) {
+			c.Host = ""
+		}
+		h = &c
+	}
+	jd := j.holder(h, l.Format, rec.Info, l.FS)
+	return j.producerAfter(l, h, jd)
 }
 
 // holder judges what one record says, given when the record was written.

@@ -1,6 +1,12 @@
 package verdict
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/scan"
+)
 
 // The rules of the programs whose locks lockctl knows (scan/producers.go),
 // each the program's own, so that lockctl never breaks what the program
@@ -66,4 +72,32 @@ func (j *Judge) postgresShm(r Result) Result {
 	}
 	r.Remove = nil
 	return r
+}
+
+// producerHolder applies a producer's rule that comes before any pid is
+// looked at: Mercurial takes a lock recorded in another pid namespace for
+// held (mercurial/lock.py compares the whole "<host>/<namespace>" prefix),
+// whether or not that namespace has ended.
+func (j *Judge) producerHolder(l *scan.Lock, h *scan.Holder) (judged, bool) {
+	if l.Producer == scan.ProducerMercurial && h.PidNS != "" && h.PidNS != j.Host.PidNS && strings.EqualFold(h.Host, j.Host.Name) {
+		return judged{v: Foreign, holder: h, reason: fmt.Sprintf("Mercurial recorded pid %s in pid namespace %s, not this one (%s): hg itself takes such a lock as held; judge it inside that container", h.PidText, h.PidNS, j.Host.PidNS)}, true
+	}
+	return judged{}, false
+}
+
+// producerAfter applies a producer's rule to the verdict on its pid: Emacs
+// records its own idea of the boot time, and takes a running pid whose
+// boot time differs by more than a second for another boot's
+// (src/filelock.c, current_lock_owner). Emacs's boot time and the kernel's
+// btime come from different sources, so lockctl lets a mismatch make a
+// running pid recycled, never gone.
+func (j *Judge) producerAfter(l *scan.Lock, h *scan.Holder, jd judged) judged {
+	if l.Producer != scan.ProducerEmacs || jd.v != Live || h.Booted.IsZero() || j.Host.BootTime.IsZero() {
+		return jd
+	}
+	if d := h.Booted.Sub(j.Host.BootTime); d > time.Second || d < -time.Second {
+		jd.v = Recycled
+		jd.reason = fmt.Sprintf("pid %s is running, but Emacs recorded a boot at %s and this machine booted at %s: the pid belongs to another process (Emacs would take the lock)", h.PidText, stamp(h.Booted), stamp(j.Host.BootTime))
+	}
+	return jd
 }

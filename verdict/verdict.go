@@ -167,7 +167,7 @@ func (j *Judge) judge(l *scan.Lock) Result {
 	switch {
 	case l.Err != nil:
 		return r.set(judged{v: Unknown, reason: "cannot read the lock: " + errText(l.Err)})
-	case l.Kind == scan.KindSymlink:
+	case l.Kind == scan.KindSymlink && l.Producer == "":
 		return r.set(judged{v: Unknown, reason: "the lock is a symbolic link, and lockctl never follows one"})
 	case l.Kind == scan.KindOther:
 		return r.set(judged{v: Unknown, reason: fmt.Sprintf("the lock is a %s, not a file or directory lockctl can read", modeWord(l.Info.Mode))})

@@ -376,12 +376,13 @@ type lcDoc struct {
 }
 
 type lcLock struct {
-	Path    string `json:"path"`
-	Kind    string `json:"kind"`
-	Format  string `json:"format"`
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
-	Holder  *struct {
+	Path     string `json:"path"`
+	Kind     string `json:"kind"`
+	Format   string `json:"format"`
+	Producer string `json:"producer"`
+	Verdict  string `json:"verdict"`
+	Reason   string `json:"reason"`
+	Holder   *struct {
 		Pid     int64  `json:"pid"`
 		Command string `json:"command"`
 	} `json:"holder"`

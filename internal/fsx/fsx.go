@@ -22,6 +22,9 @@ import (
 // and on every platform other than Linux for now (docs/platforms.md).
 var ErrNoReplaceUnsupported = errors.New("file system cannot rename without replacing (no RENAME_NOREPLACE)")
 
+// errTooLong is wrapped when a link's target is longer than asked for.
+var errTooLong = errors.New("the link's target is longer than a lock record may be")
+
 // ErrNotRegular is wrapped when a record to be read is not a regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
@@ -185,6 +188,13 @@ func (d Dir) ReadFile(name string, max int) (data []byte, st Stat, truncated boo
 // file.
 func (d Dir) OpenFile(name string, flag int, mode uint32) (*os.File, error) {
 	return openFileAt(d.fd, d.path, name, flag, mode)
+}
+
+// Readlink reads the target of the symbolic link name inside d, at most
+// max bytes of it, without following it: a lock some programs make as a
+// link whose target is their record (Mercurial, Emacs, Chromium, Firefox).
+func (d Dir) Readlink(name string, max int) (string, error) {
+	return readlinkAt(d.fd, d.path, name, max)
 }
 
 // Remove removes the file name inside d; it never follows a symbolic link.

@@ -377,3 +377,18 @@ func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, e
 	}
 	return f, nil
 }
+
+func readlinkAt(dirfd int, dir, name string, max int) (string, error) {
+	base, err := pathOf(dirfd)
+	if err != nil {
+		return "", pathErr("readlink", dir, name, err)
+	}
+	t, err := os.Readlink(filepath.Join(base, name))
+	if err != nil {
+		return "", pathErr("readlink", dir, name, underlying(err))
+	}
+	if len(t) > max {
+		return "", pathErr("readlink", dir, name, errTooLong)
+	}
+	return t, nil
+}

@@ -264,3 +264,19 @@ func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, e
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
 }
+
+func readlinkAt(dirfd int, dir, name string, max int) (string, error) {
+	buf := make([]byte, max+1)
+	var n int
+	err := retry(func() (err error) {
+		n, err = unix.Readlinkat(dirfd, name, buf)
+		return err
+	})
+	if err != nil {
+		return "", pathErr("readlink", dir, name, err)
+	}
+	if n > max {
+		return "", pathErr("readlink", dir, name, errTooLong)
+	}
+	return string(buf[:n]), nil
+}

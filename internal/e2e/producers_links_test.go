@@ -1,0 +1,106 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/internal/testutil"
+)
+
+// TestLinkLocks: the symbolic-link locks of Mercurial, Emacs, Chromium and
+// Firefox (their record is the link's target, read with readlink and never
+// followed) are found with no --name and judged by each program's rule,
+// from bytes as each program writes them: live while the pid runs, gone
+// once it is not, foreign for another host, Mercurial's of another pid
+// namespace foreign, Emacs's whose boot time is another boot's recycled.
+// --fix removes exactly the gone ones, claim first; a plain file or a
+// directory merely called lock is not reported at all.
+func TestLinkLocks(t *testing.T) {
+	r := lcNewReaper(t)
+	host := kernel.LocalHost()
+	nsIno := strings.TrimSuffix(strings.TrimPrefix(host.PidNS, "pid:["), "]")
+	ino, err := strconv.ParseUint(nsIno, 10, 64)
+	if err != nil {
+		t.Fatalf("this pid namespace %q", host.PidNS)
+	}
+	live, gone := r.sleeper().pid, r.gonePid()
+	boot := host.BootTime.Unix()
+	dir := t.TempDir()
+	type lk struct {
+		path, target, producer, want string
+	}
+	locks := []lk{
+		{"hg/.hg/wlock", fmt.Sprintf("%s/%x:%d", host.Name, ino, live), "mercurial", "live"},
+		{"hg/.hg/store/lock", fmt.Sprintf("%s/%x:%d", host.Name, ino, gone), "mercurial", "gone"},
+		{"hg2/.hg/wlock", fmt.Sprintf("%s:%d", host.Name, gone), "mercurial", "gone"}, // no namespace: hg could not read it
+		{"hg3/.hg/wlock", fmt.Sprintf("%s/%x:%d", host.Name, ino+1, gone), "mercurial", "foreign"},
+		{"hg4/.hg/wlock", fmt.Sprintf("elsewhere/%x:%d", ino, gone), "mercurial", "foreign"},
+		{"emacs/.#notes.txt", fmt.Sprintf("ann@%s.%d:%d", host.Name, live, boot), "emacs", "live"},
+		{"emacs/.#todo.org", fmt.Sprintf("ann@%s.%d:%d", host.Name, gone, boot), "emacs", "gone"},
+		{"emacs/.#old.txt", fmt.Sprintf("ann@%s.%d:%d", host.Name, live, boot-86400), "emacs", "recycled"},
+		{"emacs/.#far.txt", fmt.Sprintf("ann@build.example.com.%d", gone), "emacs", "foreign"},
+		{"chrome/SingletonLock", fmt.Sprintf("%s-%d", host.Name, gone), "chromium", "gone"},
+		{"chrome2/SingletonLock", fmt.Sprintf("%s-%d", host.Name, live), "chromium", "live"},
+		{"ff/lock", fmt.Sprintf("127.0.1.1:+%d", gone), "firefox", "gone"},
+		{"ff2/lock", fmt.Sprintf("127.0.0.1:+%d", live), "firefox", "live"},
+		{"ff3/lock", fmt.Sprintf("203.0.113.9:+%d", gone), "firefox", "foreign"},
+	}
+	for _, l := range locks {
+		p := filepath.Join(dir, l.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(l.target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not any producer's: a plain empty file, and a registry, called lock.
+	testutil.Mkdir(t, filepath.Join(dir, "plain"))
+	testutil.WriteFile(t, filepath.Join(dir, "plain", "lock"), nil)
+	testutil.Mkdir(t, filepath.Join(dir, "run", "lock"))
+	judge := func() map[string]lcLock {
+		res := r.lockctl(nil, "doctor", "--json", dir)
+		var doc lcDoc
+		if err := jsonUnmarshal(res.stdout, &doc); err != nil {
+			t.Fatalf("doctor --json: %v\n%s", err, res.stdout)
+		}
+		out := map[string]lcLock{}
+		for _, l := range doc.Locks {
+			rel, _ := filepath.Rel(dir, l.Path)
+			out[rel] = l
+		}
+		return out
+	}
+	got := judge()
+	for _, l := range locks {
+		g, ok := got[l.path]
+		if !ok || g.Verdict != l.want || g.Producer != l.producer {
+			t.Errorf("%s -> %s: %s of %q (%s), want %s of %s", l.path, l.target, g.Verdict, g.Producer, g.Reason, l.want, l.producer)
+		}
+	}
+	for _, p := range []string{"plain/lock", "run/lock"} {
+		if g, ok := got[p]; ok {
+			t.Errorf("%s, a producer's name only, is reported: %s (%s)", p, g.Verdict, g.Reason)
+		}
+	}
+	r.lockctl(nil, "doctor", "--fix", dir)
+	for _, l := range locks {
+		_, err := os.Lstat(filepath.Join(dir, l.path))
+		if removed := os.IsNotExist(err); removed != (l.want == "gone") {
+			t.Errorf("after --fix, %s (%s) removed: %v, want %v", l.path, l.want, removed, l.want == "gone")
+		}
+	}
+	if left := testutil.Names(t, filepath.Join(dir, "emacs")); len(left) != 3 {
+		t.Errorf("after --fix, emacs/ holds %v, want the three locks that are not gone and no claim", left)
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
