@@ -734,3 +734,23 @@ func TestJudgePostgres(t *testing.T) {
 		{name: "socket-lock", lock: pg(false), ev: ev(true, false), want: Gone, remove: gone},
 	})
 }
+
+// TestJudgeMercurialNamespace: a Mercurial lock recorded in another pid
+// namespace is foreign even when that namespace has ended (a generic record
+// would then be gone): hg itself compares the whole "<host>/<namespace>"
+// prefix and takes any other for held.
+func TestJudgeMercurialNamespace(t *testing.T) {
+	hg := func(ns string) *scan.Lock {
+		h := &scan.Holder{Pid: 4242, PidText: "4242", Host: here, PidNS: ns, Command: "hg"}
+		l := onDisk(pidFile(scan.FormatMercurial, "", h, nil))
+		l.Kind, l.Producer = scan.KindSymlink, scan.ProducerMercurial
+		return l
+	}
+	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}}
+	if got := j.Judge(hg("pid:[4026532999]")); got.Verdict != Foreign || !strings.Contains(got.Reason, "hg itself takes such a lock as held") {
+		t.Errorf("Judge(a Mercurial lock of an ended pid namespace) = %s (%s), want foreign", got.Verdict, got.Reason)
+	}
+	if got := j.Judge(hg(hereNS)); got.Verdict != Gone {
+		t.Errorf("Judge(a Mercurial lock of this namespace, pid gone) = %s (%s), want gone", got.Verdict, got.Reason)
+	}
+}
