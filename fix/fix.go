@@ -205,6 +205,9 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if res.Holder != nil && res.Holder.Break == "no" {
 		return kept("the holder asked never to be broken automatically (break no)")
 	}
+	if v := res.Lock.Vim; v != nil && v.Dirty {
+		return kept("a vim swap file with unsaved changes is never removed: recover them with 'vim -r %s'", v.File)
+	}
 	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
 		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
 	}
@@ -329,7 +332,9 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	switch {
 	case err != nil:
 		why = fmt.Sprintf("cannot read the claimed record: %v", err)
-	case truncated || !bytes.Equal(data, judged.Raw):
+	case truncated && l.Producer != scan.ProducerVim || !bytes.Equal(data, judged.Raw):
+		// (A vim swap runs past MaxRecord: its first MaxRecord bytes and
+		// its inode bind the removal to it.)
 		why = "the record changed since it was judged (the lock may have changed hands)"
 	case !judged.Info.SameFile(st):
 		why = "the record was replaced since it was judged (the lock may have changed hands)"

@@ -47,6 +47,7 @@ const (
 	FormatEmacs        Format = "emacs"        // .#<file>: link to user@host.pid[:boot]
 	FormatChromium     Format = "chromium"     // SingletonLock: link to host-pid
 	FormatFirefox      Format = "firefox"      // profile lock: link to IPv4:+pid
+	FormatVim          Format = "vim"          // .<file>.sw[a-p]: vim's swap file, block 0
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -91,6 +92,8 @@ type Lock struct {
 	Repo *Repo
 	// Postgres is what a PostgreSQL lock file says beyond its pid.
 	Postgres *Postgres
+	// Vim is what a vim swap file says beyond its pid.
+	Vim *Vim
 	// Err is set when the lock could not be read at all.
 	Err error
 }

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -20,7 +21,17 @@ const (
 	ProducerEmacs     = "emacs"
 	ProducerChromium  = "chromium"
 	ProducerFirefox   = "firefox"
+	ProducerVim       = "vim"
 )
+
+// Vim is what a vim swap file's block 0 says beyond its pid.
+type Vim struct {
+	// File is the file being edited.
+	File string
+	// Dirty says the swap holds changes that were never saved: the one
+	// copy of someone's work, to recover with vim -r, never to remove.
+	Dirty bool
+}
 
 // Repo is a git repository, named by its common git directory (the one
 // that holds objects and refs, shared by every worktree): its device and
@@ -51,6 +62,11 @@ type Postgres struct {
 // name and bytes, and reads what that producer's rule needs.
 func recognise(l *Lock, r *Record) {
 	switch {
+	case IsVimSwapName(l.Name) && strings.HasPrefix(string(r.Raw), "b0VIM "):
+		if h, v, err := ParseVimSwap(r.Raw); err == nil {
+			l.Format, l.Producer, l.Vim = FormatVim, ProducerVim, v
+			r.Holder, r.Err = h, nil
+		}
 	case l.Name == "postmaster.pid" || isPGSocketLock(l.Name):
 		if h, pg, err := ParsePostgres(r.Raw, l.Name == "postmaster.pid"); err == nil {
 			l.Format, l.Producer, l.Postgres = FormatPostgres, ProducerPostgres, pg
@@ -283,4 +299,42 @@ func isIPv4(s string) bool {
 		}
 	}
 	return true
+}
+
+// IsVimSwapName reports whether name is vim's swap file for a file in the
+// same directory: ".<name>.sw[a-p]" (src/memline.c, findswapname: ".swp",
+// then ".swo", ".swn", ... down to ".swa").
+func IsVimSwapName(name string) bool {
+	if len(name) < 6 || name[0] != '.' {
+		return false
+	}
+	ext := name[len(name)-4:]
+	return ext[:3] == ".sw" && ext[3] >= 'a' && ext[3] <= 'p'
+}
+
+// ParseVimSwap reads block 0 of a vim swap file (src/memline.c, struct
+// block0): "b0" at 0, "VIM <version>" at 2, the pid at 24 (4 bytes, lowest
+// first: long_to_char), the user at 28 (40 bytes), the host at 68 (40),
+// the file name at 108 (NUL-terminated), and at 1007 the dirty flag, 0x55
+// when the buffer holds changes never saved (b0_dirty, the last byte of
+// b0_fname).
+func ParseVimSwap(b []byte) (*Holder, *Vim, error) {
+	const f = FormatVim
+	if len(b) < 1008 || string(b[:6]) != "b0VIM " {
+		return nil, nil, malformed(f, "not a vim swap file's block 0")
+	}
+	cstr := func(off, n int) string {
+		s := b[off : off+n]
+		if i := bytes.IndexByte(s, 0); i >= 0 {
+			s = s[:i]
+		}
+		return string(s)
+	}
+	pid := int64(b[24]) | int64(b[25])<<8 | int64(b[26])<<16 | int64(b[27])<<24
+	if pid <= 0 {
+		return nil, nil, malformed(f, "no pid in block 0")
+	}
+	h := &Holder{Pid: pid, PidText: strconv.FormatInt(pid, 10), User: cstr(28, 40), Host: cstr(68, 40), Command: "vim"}
+	v := &Vim{File: cstr(108, 1007-108), Dirty: b[1007] == 0x55}
+	return h, v, nil
 }

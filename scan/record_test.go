@@ -433,3 +433,34 @@ func TestParsePostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestParseVimSwap: block 0 as vim 9.0 wrote it (xxd of a real swap file:
+// "b0VIM 9.0", pid 11353 = 59 2c 00 00 at 24, "root" at 28, "vm" at 68,
+// the file name at 108, 0x55 at 1007 for unsaved changes).
+func TestParseVimSwap(t *testing.T) {
+	b := make([]byte, 4096)
+	copy(b, "b0VIM 9.0")
+	copy(b[24:], []byte{0x59, 0x2c, 0, 0})
+	copy(b[28:], "root")
+	copy(b[68:], "vm")
+	copy(b[108:], "/tmp/vt/f.txt")
+	b[1007] = 0x55
+	h, v, err := scan.ParseVimSwap(b)
+	if err != nil || h.Pid != 11353 || h.User != "root" || h.Host != "vm" || v.File != "/tmp/vt/f.txt" || !v.Dirty {
+		t.Errorf("ParseVimSwap = %+v, %+v, %v", h, v, err)
+	}
+	b[1007] = 0
+	if _, v, err := scan.ParseVimSwap(b); err != nil || v.Dirty {
+		t.Errorf("ParseVimSwap(saved) = %+v, %v, want clean", v, err)
+	}
+	for _, bad := range [][]byte{b[:1000], append([]byte("b1VIM "), b[6:]...), append(append([]byte{}, b[:24]...), append([]byte{0, 0, 0, 0}, b[28:]...)...)} {
+		if _, _, err := scan.ParseVimSwap(bad); err == nil {
+			t.Errorf("ParseVimSwap(%q...) succeeded, want an error", bad[:8])
+		}
+	}
+	for name, want := range map[string]bool{".f.txt.swp": true, ".f.txt.swa": true, ".f.txt.swq": false, "f.txt.swp": false, ".swp": false} {
+		if got := scan.IsVimSwapName(name); got != want {
+			t.Errorf("IsVimSwapName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -387,6 +387,7 @@ type lcLock struct {
 		Command string `json:"command"`
 	} `json:"holder"`
 	Remove  []string `json:"remove"`
+	Notes   []string `json:"notes"`
 	Action  string   `json:"action"`
 	Waiters []struct {
 		Pid      int    `json:"pid"`
