@@ -101,3 +101,17 @@ func (j *Judge) producerAfter(l *scan.Lock, h *scan.Holder, jd judged) judged {
 	}
 	return jd
 }
+
+// producerGone applies a producer's rule to a lock whose holder is gone:
+// PostgreSQL's shared memory, and vim's unsaved changes.
+func (j *Judge) producerGone(r Result) Result {
+	if r.Lock.Producer == scan.ProducerPostgres {
+		r = j.postgresShm(r)
+	}
+	if v := r.Lock.Vim; v != nil && v.Dirty {
+		// The one copy of someone's unsaved work: never removed.
+		r.Remove = nil
+		r.Notes = append(r.Notes, fmt.Sprintf("it holds changes to %s that were never saved: recover them with 'vim -r %s', then delete the swap file; lockctl never removes it", quoteName(v.File), v.File))
+	}
+	return r
+}

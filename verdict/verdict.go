@@ -150,14 +150,7 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	case Ownerless:
 		r = j.kernelHolders(r)
 	case Gone:
-		if r.Lock.Producer == scan.ProducerPostgres {
-			r = j.postgresShm(r)
-		}
-		if v := r.Lock.Vim; v != nil && v.Dirty {
-			// The one copy of someone's unsaved work: never removed.
-			r.Remove = nil
-			r.Notes = append(r.Notes, fmt.Sprintf("it holds changes to %s that were never saved: recover them with 'vim -r %s', then delete the swap file; lockctl never removes it", quoteName(v.File), v.File))
-		}
+		r = j.producerGone(r)
 		r = j.lockedAnyway(r)
 	}
 	r.Debris = j.debris(l)
