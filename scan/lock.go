@@ -48,6 +48,7 @@ const (
 	FormatChromium     Format = "chromium"     // SingletonLock: link to host-pid
 	FormatFirefox      Format = "firefox"      // profile lock: link to IPv4:+pid
 	FormatVim          Format = "vim"          // .<file>.sw[a-p]: vim's swap file, block 0
+	FormatFilelock     Format = "filelock"     // Python filelock's SoftFileLock: pid, host[, start token]
 )
 
 // Lock is one lock found on disk together with every side file that belongs

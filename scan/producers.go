@@ -3,6 +3,8 @@ package scan
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/big"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +24,7 @@ const (
 	ProducerChromium  = "chromium"
 	ProducerFirefox   = "firefox"
 	ProducerVim       = "vim"
+	ProducerFilelock  = "filelock"
 )
 
 // Vim is what a vim swap file's block 0 says beyond its pid.
@@ -78,6 +81,11 @@ func recognise(l *Lock, r *Record) {
 		p := linkProducer(l.Dir, l.Name)
 		if h, err := ParseLinkLock(p, string(r.Raw)); err == nil {
 			l.Format, l.Producer = Format(p), p
+			r.Holder, r.Err = h, nil
+		}
+	case r.Holder == nil && l.Format == FormatUnrecognized && looksLikeFilelock(r.Raw):
+		if h, err := ParseFilelock(r.Raw); err == nil {
+			l.Format, l.Producer = FormatFilelock, ProducerFilelock
 			r.Holder, r.Err = h, nil
 		}
 	case strings.HasSuffix(l.Name, ".lock") && r.Holder == nil:
@@ -337,4 +345,52 @@ func ParseVimSwap(b []byte) (*Holder, *Vim, error) {
 	h := &Holder{Pid: pid, PidText: strconv.FormatInt(pid, 10), User: cstr(28, 40), Host: cstr(68, 40), Command: "vim"}
 	v := &Vim{File: cstr(108, 1007-108), Dirty: b[1007] == 0x55}
 	return h, v, nil
+}
+
+// looksLikeFilelock: two or three lines, the first a pid.
+func looksLikeFilelock(b []byte) bool {
+	n := bytes.Count(b, []byte("\n"))
+	first, _, _ := strings.Cut(string(b), "\n")
+	return (n == 2 || n == 3) && isDigits(first) && first != ""
+}
+
+// ParseFilelock parses the lock file of Python's filelock SoftFileLock
+// (tox-dev/filelock, src/filelock/_soft.py, _write_lock_info, and
+// _identity.py): "<pid>\n<host>\n", and in versions that fence the pid,
+// "<start token>\n" after: on Linux (boot id as a 128-bit integer << 64) |
+// field 22 of /proc/<pid>/stat, on macOS the start time in microseconds.
+// filelock breaks it only when the host is its own and the pid is gone, or
+// runs with another start token (a recycled pid): the same fence as
+// lockctl's own, so the token becomes the record's boot id and start time.
+func ParseFilelock(b []byte) (*Holder, error) {
+	const f = FormatFilelock
+	s := string(b)
+	if !strings.HasSuffix(s, "\n") {
+		return nil, malformed(f, "no final newline")
+	}
+	ls := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(ls) != 2 && len(ls) != 3 {
+		return nil, malformed(f, "%d lines, want 2 or 3", len(ls))
+	}
+	pid, ok := parsePid(ls[0])
+	if !ok || !isDigits(ls[0]) || pid <= 0 {
+		return nil, malformed(f, "line 1 is not a pid")
+	}
+	if ls[1] == "" || strings.ContainsAny(ls[1], " \t\x00") {
+		return nil, malformed(f, "line 2 is not a host name")
+	}
+	h := &Holder{Pid: pid, PidText: ls[0], Host: ls[1], Command: "python"}
+	if len(ls) == 3 {
+		tok, ok := new(big.Int).SetString(ls[2], 10)
+		if !ok || tok.Sign() < 0 || !isDigits(ls[2]) || tok.BitLen() > 192 {
+			return nil, malformed(f, "line 3 is not a start token")
+		}
+		low := new(big.Int).And(tok, new(big.Int).SetUint64(^uint64(0)))
+		h.Start, h.HasStart = low.Uint64(), true
+		if boot := new(big.Int).Rsh(tok, 64); boot.Sign() > 0 {
+			x := fmt.Sprintf("%032x", boot)
+			h.BootID = x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+		}
+	}
+	return h, nil
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,3 +105,48 @@ func TestLinkLocks(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestFilelockSoft: Python filelock's SoftFileLock, as _soft.py and
+// _identity.py write it: "<pid>\n<host>\n", fenced in newer versions by a
+// third line, (boot id << 64) | start time. Judged as filelock judges it:
+// live while that very process runs, gone once the pid is gone or runs
+// with another start token (a recycled pid) or the boot is another, foreign
+// for another host. --fix removes exactly the gone ones.
+func TestFilelockSoft(t *testing.T) {
+	r := lcNewReaper(t)
+	host := kernel.LocalHost()
+	live := r.sleeper().pid
+	gone := r.gonePid()
+	start := testutil.StartTicks(live)
+	boot, ok := new(big.Int).SetString(strings.ReplaceAll(host.BootID, "-", ""), 16)
+	if !ok {
+		t.Fatalf("boot id %q", host.BootID)
+	}
+	token := func(b *big.Int, s uint64) string {
+		return new(big.Int).Or(new(big.Int).Lsh(b, 64), new(big.Int).SetUint64(s)).String()
+	}
+	dir := t.TempDir()
+	files := map[string]struct{ body, want string }{
+		"live.lock":     {fmt.Sprintf("%d\n%s\n%s\n", live, host.Name, token(boot, start)), "live"},
+		"plain.lock":    {fmt.Sprintf("%d\n%s\n", live, host.Name), "live"},
+		"gone.lock":     {fmt.Sprintf("%d\n%s\n", gone, host.Name), "gone"},
+		"recycled.lock": {fmt.Sprintf("%d\n%s\n%s\n", live, host.Name, token(boot, start+7)), "gone"},
+		"reboot.lock":   {fmt.Sprintf("%d\n%s\n%s\n", live, host.Name, token(new(big.Int).Add(boot, big.NewInt(1)), start)), "gone"},
+		"far.lock":      {fmt.Sprintf("%d\nbuild-9.example.com\n", gone), "foreign"},
+	}
+	for name, f := range files {
+		testutil.WriteFile(t, filepath.Join(dir, name), []byte(f.body))
+	}
+	got := r.doctor(dir)
+	for name, f := range files {
+		if g := got[name]; g.Verdict != f.want || g.Producer != "filelock" {
+			t.Errorf("%s %q: %s of %q (%s), want %s of filelock", name, f.body, g.Verdict, g.Producer, g.Reason, f.want)
+		}
+	}
+	r.lockctl(nil, "doctor", "--fix", dir)
+	for name, f := range files {
+		if removed := !lcExists(filepath.Join(dir, name)); removed != (f.want == "gone") {
+			t.Errorf("after --fix, %s (%s) removed: %v", name, f.want, removed)
+		}
+	}
+}
