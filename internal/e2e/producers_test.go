@@ -223,3 +223,74 @@ func (r *lcReaper) judgeOne(path string) lcLock {
 	}
 	return doc.Locks[0]
 }
+
+// TestMercurialLocks: a real hg commit waiting in its editor holds
+// .hg/wlock and .hg/store/lock, symbolic links to "<host>/<ns>:<pid>":
+// doctor finds them with no --name and says live, and --fix leaves them.
+// SIGKILLed, hg leaves both behind: gone, --fix removes them, and hg
+// commits again by itself.
+func TestMercurialLocks(t *testing.T) {
+	hg, err := exec.LookPath("hg")
+	if err != nil {
+		t.Skip("Mercurial (hg) is not installed")
+	}
+	r := lcNewReaper(t)
+	work := t.TempDir()
+	repo, ready := filepath.Join(work, "repo"), filepath.Join(work, "ready")
+	editor := filepath.Join(work, "editor.sh")
+	testutil.WriteFile(t, editor, []byte("#!/bin/sh\n: >"+ready+"\nexec sleep 600\n"))
+	if err := os.Chmod(editor, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HGEDITOR=" + editor, "HGUSER=t", "HGPLAIN=1"}
+	mustRun := func(args ...string) {
+		t.Helper()
+		if p := r.start(env, args...); p.wait(60*time.Second) != 0 {
+			t.Fatalf("%v: %s%s", args, p.outText(), p.errText())
+		}
+	}
+	mustRun(hg, "init", repo)
+	testutil.WriteFile(t, filepath.Join(repo, "f"), []byte("x\n"))
+	mustRun(hg, "-R", repo, "add", "-q", filepath.Join(repo, "f"))
+	commit := r.start(env, hg, "-R", repo, "commit")
+	testutil.WaitFor(t, 30*time.Second, "hg commit to open its editor", func() bool { return lcExists(ready) || commit.done() })
+	if commit.done() {
+		t.Fatalf("hg commit: %s%s", commit.outText(), commit.errText())
+	}
+	locks := []string{filepath.Join(repo, ".hg", "wlock"), filepath.Join(repo, ".hg", "store", "lock")}
+	seen := 0
+	for _, l := range locks {
+		if _, err := os.Lstat(l); err != nil {
+			continue // this hg takes only the wlock before the editor
+		}
+		seen++
+		if got := r.judgeOne(l); got.Verdict != "live" || got.Producer != "mercurial" || got.Holder == nil || got.Holder.Pid != int64(commit.pid) {
+			t.Errorf("doctor on %s while hg commit waits: %s of %q (%s), want live, pid %d", l, got.Verdict, got.Producer, got.Reason, commit.pid)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("hg commit waiting in its editor holds no lock: nothing to test")
+	}
+	before := testutil.Snapshot(t, filepath.Join(repo, ".hg"))
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", repo)
+	testutil.SameTree(t, filepath.Join(repo, ".hg"), before)
+	editors := lcChildren(commit.pid)
+	commit.kill()
+	for _, e := range editors {
+		r.killPid(e)
+	}
+	for _, l := range locks {
+		if _, err := os.Lstat(l); err == nil {
+			if got := r.judgeOne(l); got.Verdict != "gone" {
+				t.Errorf("doctor on %s of a SIGKILLed hg: %s (%s), want gone", l, got.Verdict, got.Reason)
+			}
+		}
+	}
+	r.mustLockctl(0, "doctor", "--fix", repo)
+	for _, l := range locks {
+		if _, err := os.Lstat(l); err == nil {
+			t.Errorf("--fix left %s of a SIGKILLed hg", l)
+		}
+	}
+	mustRun(hg, "-R", repo, "commit", "-m", "two")
+}
