@@ -112,9 +112,8 @@ func TestGitLockWhileCommitting(t *testing.T) {
 // its postmaster.pid is live, and --fix leaves it. Once they are gone too
 // it is gone, --fix removes it, and PostgreSQL starts again.
 func TestPostgresOrphanBackends(t *testing.T) {
-	initdb, err1 := exec.LookPath("initdb")
-	pgctl, err2 := exec.LookPath("pg_ctl")
-	if err1 != nil || err2 != nil {
+	initdb, pgctl := pgTool("initdb"), pgTool("pg_ctl")
+	if initdb == "" || pgctl == "" {
 		t.Skip("PostgreSQL (initdb, pg_ctl) is not installed")
 	}
 	if os.Geteuid() != 0 {
@@ -293,4 +292,16 @@ func TestMercurialLocks(t *testing.T) {
 		}
 	}
 	mustRun(hg, "-R", repo, "commit", "-m", "two")
+}
+
+// pgTool finds a PostgreSQL program on PATH, or where Debian installs it.
+func pgTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	ps, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(ps) == 0 {
+		return ""
+	}
+	return ps[len(ps)-1]
 }
