@@ -116,8 +116,11 @@ type jsonLock struct {
 	Modified   string      `json:"modified,omitempty"`
 	AgeSeconds *int64      `json:"age_seconds"`
 	Remove     []string    `json:"remove"`
-	Caveat     string      `json:"caveat,omitempty"`
-	Notes      []string    `json:"notes,omitempty"`
+	// Fix is the command that removes the lock safely (gone locks and
+	// abandoned claims); Remove is then the last resort.
+	Fix    string   `json:"fix,omitempty"`
+	Caveat string   `json:"caveat,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 	// Waiters are the requests the kernel shows blocked behind the lock.
 	Waiters []jsonHolder `json:"waiters,omitempty"`
 	// Set by --fix only.
@@ -192,6 +195,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Reason:     res.Reason,
 		AgeSeconds: ageSeconds(now, res.Modified),
 		Remove:     Commands(removal(res)),
+		Fix:        FixCommand(res),
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
 	}
@@ -306,6 +310,9 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 	if fixed {
 		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))
 	}
+	if cmd := FixCommand(res); cmd != "" && !fixed {
+		line("fix", cmd+"   (claims, checks and judges again; the commands below are the last resort)")
+	}
 	if !fixed || (o.Action != fix.Removed && o.Action != fix.Restored) {
 		for i, c := range Commands(removal(res)) {
 			label := ""
@@ -322,6 +329,18 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("note", Clean(n))
 	}
 	b.WriteString("\n")
+}
+
+// FixCommand is the command that removes res's lock safely, or "" when
+// --fix would not: lockctl doctor --fix on that very lock.
+func FixCommand(res verdict.Result) string {
+	if res.Verdict != verdict.Gone && (res.Verdict != verdict.Claimed || len(res.Remove) == 0) {
+		return ""
+	}
+	if len(res.Remove) == 0 || res.Holder != nil && res.Holder.Break == "no" {
+		return ""
+	}
+	return "lockctl doctor --fix " + ShellQuote(res.Lock.Path)
 }
 
 // kernelText names a holder or waiter of a kernel lock.

@@ -110,6 +110,19 @@ func defaultPaths() (paths []string, named bool) {
 	return paths, false
 }
 
+// fixAgain is this doctor's command line with --fix: the same paths and
+// name patterns, so that pasted as it is it judges the same locks.
+func fixAgain(c *cli.Context) string {
+	s := "lockctl doctor --fix"
+	for _, n := range c.StringSlice("name") {
+		s += " --name " + report.ShellQuote(n)
+	}
+	for _, p := range c.Args().Slice() {
+		s += " " + report.ShellQuote(p)
+	}
+	return s
+}
+
 func doctorAction(c *cli.Context) error {
 	d, err := newDoctorRun(c)
 	if err != nil {
@@ -126,7 +139,7 @@ func doctorAction(c *cli.Context) error {
 		return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
 	}
 	if n := tally.Counts[verdict.Gone]; n > 0 && d.form.format == formatText && d.opts.Fixer == nil && !d.quiet {
-		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: 'lockctl doctor --fix' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"))
+		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: '%s' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"), fixAgain(c))
 	}
 	switch {
 	case res.BadRoot:

@@ -40,7 +40,7 @@ func TestBeforeBootLiveNamespace(t *testing.T) {
 	if err != nil {
 		t.Skip("no sleep")
 	}
-	u := r.start(nil, unshare, "--pid", "--fork", "--mount-proc", sleep, "600")
+	u := r.start(nil, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", sleep, "600")
 	t.Cleanup(u.kill)
 	var inner int
 	testutil.WaitFor(t, 10*time.Second, "the namespaced sleep to start", func() bool {
@@ -112,7 +112,7 @@ func jailSleeper(t *testing.T, r *lcReaper, jail string) (int, string) {
 	if b := r.start([]string{"CGO_ENABLED=0"}, goTool, "build", "-o", filepath.Join(jail, "sleeper"), src); b.wait(2*time.Minute) != 0 {
 		t.Fatalf("go build: %s", b.errText())
 	}
-	u := r.start(nil, unshare, "--pid", "--fork", "--root="+jail, "/sleeper")
+	u := r.start(nil, unshare, "--pid", "--fork", "--kill-child", "--root="+jail, "/sleeper")
 	t.Cleanup(u.kill)
 	var pid int
 	testutil.WaitFor(t, 10*time.Second, "the jailed sleeper to start", func() bool {

@@ -519,7 +519,7 @@ func TestKernelEvidenceInAPidNamespace(t *testing.T) {
 	procLocksFor(t, dev, ino)
 	// --mount-proc makes a private mount namespace: the host's /proc is
 	// untouched.
-	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", exe, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
+	cmd := exec.Command(unshare, "--pid", "--fork", "--kill-child", "--mount-proc", exe, "-test.run=^TestEvidenceHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), evRoleEnv+"=evidence", fmt.Sprintf("%s=%d:%d", evQueryEnv, dev, ino))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
