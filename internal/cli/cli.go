@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
@@ -61,9 +65,13 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	unknown := false
 	app.CommandNotFound = func(c *cli.Context, name string) {
 		unknown = true
-		fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: run 'lockctl help' for the list\n", name)
+		hint := "run 'lockctl help' for the list"
+		if s := nearest(name, c.App.VisibleCommands()); s != "" {
+			hint = fmt.Sprintf("did you mean 'lockctl %s'? run 'lockctl help' for the list", s)
+		}
+		fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: %s\n", name, hint)
 	}
-	err := app.Run(args)
+	err := app.Run(bareSeconds(args))
 	if unknown {
 		// urfave/cli returns nil after CommandNotFound.
 		return ExitError
@@ -97,7 +105,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError:              onUsage,
 		DisableSliceFlagSeparator: true,
-		HideVersion:               true,
+		Version:                   version(),
+		Suggest:                   true,
 		Commands: append(append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
 			completionCommand(onUsage), manCommand(onUsage)),
 	}
@@ -135,4 +144,92 @@ func helpHint(c *cli.Context) string {
 var isTerminal = func(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// version is lockctl's version: the module's, from the build information
+// (a tagged "go install ...@v1.2.3" stamps it), else "devel", with the
+// commit it was built from where the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (" + rev + dirty + ")"
+	}
+	return v + " " + runtime.Version()
+}
+
+// nearest is the command whose name is within two edits of name, if one
+// is: a typo's likely meaning.
+func nearest(name string, cmds []*cli.Command) string {
+	best, bestD := "", 3
+	for _, c := range cmds {
+		if d := editDistance(name, c.Name); d < bestD {
+			best, bestD = c.Name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// bareSeconds lets --timeout take a bare number of seconds, as flock -w
+// does: "--timeout 5" is "--timeout 5s". Only lockctl's own arguments are
+// read: nothing after "--" (run's CMD) is touched.
+func bareSeconds(args []string) []string {
+	out := append([]string(nil), args...)
+	isNum := func(s string) bool {
+		_, err := strconv.ParseFloat(s, 64)
+		return err == nil && s != "" && !strings.ContainsAny(s, "eEinfINF")
+	}
+	for i := 1; i < len(out); i++ {
+		switch a := out[i]; {
+		case a == "--":
+			return out
+		case (a == "--timeout" || a == "-timeout") && i+1 < len(out) && isNum(out[i+1]):
+			out[i+1] += "s"
+			i++
+		case strings.HasPrefix(a, "--timeout=") && isNum(strings.TrimPrefix(a, "--timeout=")):
+			out[i] += "s"
+		}
+	}
+	return out
 }

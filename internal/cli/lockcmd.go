@@ -168,6 +168,15 @@ func holderPid(c *cli.Context) (int, error) {
 	return p, nil
 }
 
+// checkTimeout refuses a negative --timeout, which would otherwise mean
+// "wait for ever" as 0 does.
+func checkTimeout(c *cli.Context) error {
+	if d := c.Duration("timeout"); d < 0 {
+		return usageErr("--timeout %s is negative: give a duration such as 30s (or a number of seconds), or 0 to wait for as long as it takes", d)
+	}
+	return nil
+}
+
 func waitContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	if d := c.Duration("timeout"); d > 0 {
@@ -228,6 +237,9 @@ func acquireAction(c *cli.Context) error {
 	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
+	if err := checkTimeout(c); err != nil {
+		return err
+	}
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
@@ -272,6 +284,9 @@ func runAction(c *cli.Context) error {
 	}
 	kind, _, err := lockKind(c, path)
 	if err != nil {
+		return err
+	}
+	if err := checkTimeout(c); err != nil {
 		return err
 	}
 	stderr := c.App.ErrWriter
