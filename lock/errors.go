@@ -2,6 +2,7 @@ package lock
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -29,12 +30,36 @@ func (e *HeldError) Error() string {
 		s += " on " + h.Host
 	}
 	if !h.Since.IsZero() {
-		s += " since " + h.Since.Local().Format("2006-01-02 15:04:05")
+		s += " since " + h.Since.UTC().Format(time.RFC3339)
 	}
 	return s + ", which is still running"
 }
 
 func (e *HeldError) Unwrap() error { return e.Err }
+
+// who says who holds the lock, for a wait that goes on.
+func (e *HeldError) who() string {
+	if e.Holder.Pid <= 0 {
+		return e.Reason
+	}
+	s := fmt.Sprintf("held by pid %d", e.Holder.Pid)
+	if e.Holder.Command != "" {
+		s += " (" + e.Holder.Command + ")"
+	}
+	return s
+}
+
+// AlreadyHeldError is the answer to an acquire by the holder the lock's
+// record already names: it holds the lock, and waiting would wait on
+// itself.
+type AlreadyHeldError struct {
+	Path   string
+	Holder scan.Holder
+}
+
+func (e *AlreadyHeldError) Error() string {
+	return fmt.Sprintf("%s is already held by pid %d, the holder asking for it", e.Path, e.Holder.Pid)
+}
 
 // OwnerlessError ends a wait on a lock that has no usable owner record, so
 // nothing can tell whether it is held. It is never broken automatically.

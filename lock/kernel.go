@@ -110,6 +110,8 @@ func AcquireKernel(ctx context.Context, path string, opts Options) (*KernelLock,
 	}
 	defer d.Close()
 	wait := time.Millisecond
+	tell := waitTeller(opts.Waiting)
+	lastLook := time.Time{}
 	for quick := 0; ; {
 		k, st, err := takeKernel(d, abs, name, opts.Hook)
 		switch {
@@ -123,6 +125,12 @@ func AcquireKernel(ctx context.Context, path string, opts Options) (*KernelLock,
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		quick = 0
+		if opts.Waiting != nil && st != nil && time.Since(lastLook) >= time.Second {
+			// Who holds it costs a look at the kernel's lock table: once a
+			// second at most.
+			lastLook = time.Now()
+			tell(kernelHeld(abs, st, nil).(*HeldError).who())
+		}
 		select {
 		case <-ctx.Done():
 			return nil, kernelHeld(abs, st, ctx.Err())

@@ -60,6 +60,9 @@ type Options struct {
 	Command string
 	// Hook, when set, is called at each Point. Tests only.
 	Hook func(Point)
+	// Waiting, when set, is told who holds the lock once a wait has lasted
+	// a second, and again whenever that changes: "held by pid 812 (rsync)".
+	Waiting func(who string)
 }
 
 // Lock is a held lock. Release it exactly once.
@@ -74,6 +77,7 @@ type Lock struct {
 	recInfo fsx.Stat
 	dirInfo fsx.Stat
 	hook    func(Point)
+	waiting func(string)
 	// kernel is the lock directory, open, with this process's flock on it
 	// (nil where the platform has no flock).
 	kernel *os.File
@@ -167,7 +171,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: encode(h), hook: opts.Hook}
+	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: encode(h), hook: opts.Hook, waiting: opts.Waiting}
 	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
@@ -257,6 +261,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
 	wait := time.Millisecond
 	var last verdict.Result
+	tell := waitTeller(l.waiting)
 	for quick := 0; ; {
 		// Publish: the rename succeeds only if nothing, not even an empty
 		// directory, stands at the lock's name.
@@ -287,6 +292,13 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			}
 		} else {
 			res := judge.Judge(cur)
+			if h := res.Holder; res.Verdict == verdict.Live && h != nil && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
+				// Another process, which holds it, asks again (lockctl
+				// acquire from a shell that holds it): it waits on lockctl,
+				// so waiting would wait on itself. (A goroutine of this
+				// process may wait for another to release.)
+				return false, &AlreadyHeldError{Path: abs, Holder: *h}
+			}
 			if cur.KernelLock != "" {
 				// Held or free, it is a kernel lock: no directory lock can
 				// ever stand there, and waiting would wait for ever.
@@ -304,6 +316,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 				}
 			}
 			last = res
+			tell(whoHolds(res))
 		}
 		quick = 0
 		select {
@@ -400,6 +413,38 @@ func (l *Lock) at(p Point) {
 	if l.hook != nil {
 		l.hook(p)
 	}
+}
+
+// waitTeller returns what a wait calls with who holds the lock on each
+// try: it passes that on to waiting once the wait has lasted a second, and
+// again whenever it changes.
+func waitTeller(waiting func(string)) func(who string) {
+	if waiting == nil {
+		return func(string) {}
+	}
+	start, told := time.Now(), ""
+	return func(who string) {
+		if who != told && time.Since(start) >= time.Second {
+			told = who
+			waiting(who)
+		}
+	}
+}
+
+// whoHolds says in words who holds the lock res judged.
+func whoHolds(res verdict.Result) string {
+	h := res.Holder
+	if h == nil && len(res.Kernel) > 0 && res.Kernel[0].Pid > 0 {
+		h = &scan.Holder{Pid: int64(res.Kernel[0].Pid), Command: res.Kernel[0].Comm}
+	}
+	if res.Verdict == verdict.Live && h != nil {
+		s := fmt.Sprintf("held by pid %d", h.Pid)
+		if h.Command != "" {
+			s += " (" + h.Command + ")"
+		}
+		return s
+	}
+	return fmt.Sprintf("%s: %s", res.Verdict, res.Reason)
 }
 
 func waitError(path string, res verdict.Result, err error) error {

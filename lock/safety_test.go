@@ -401,7 +401,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 					t.Errorf("HeldError = %+v, want path %s, pid %d, command the-holder, host %s, since %v", e, p, cur.Pid, host.Name, cur.Since)
 				}
 				msg := err.Error()
-				for _, want := range []string{p, "pid " + strconv.FormatInt(cur.Pid, 10), "the-holder", host.Name, cur.Since.Local().Format("2006-01-02 15:04:05")} {
+				for _, want := range []string{p, "pid " + strconv.FormatInt(cur.Pid, 10), "the-holder", host.Name, cur.Since.UTC().Format(time.RFC3339)} {
 					if !strings.Contains(msg, want) {
 						t.Errorf("HeldError text %q does not name %q", msg, want)
 					}

@@ -59,7 +59,7 @@ func TestMacHost(t *testing.T) {
 		{name: "mac-gen-a-written-after-start", host: mac, procs: procs, lock: genA(agentStarted.Add(time.Minute)),
 			want: Live, reason: "pid 4213 (agmsg)"},
 		{name: "mac-gen-a-written-before-start", host: mac, procs: procs, lock: genA(agentStarted.Add(-time.Minute)),
-			want: Recycled, reason: "started at 2026-11-26 10:46:52, after this record was written at 2026-11-26 10:45:52"},
+			want: Recycled, reason: "started at 2026-11-26T10:46:52Z, after this record was written at 2026-11-26T10:45:52Z"},
 		{name: "mac-gen-b-scope", host: mac, procs: procs, lock: lockB(modified(holderB(4213, hereScope), func(h *scan.Holder) { h.Host = "mbp" })),
 			want: Foreign, reason: "lockctl cannot compute this machine's (" + ErrScopeUnsupported.Error() + ")", noProbe: true},
 	})

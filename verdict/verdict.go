@@ -246,7 +246,7 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // quoteName keeps a file name on one line and free of control characters
 // when it is spliced into a reason.

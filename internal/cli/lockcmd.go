@@ -47,6 +47,18 @@ func fixHook(stderr io.Writer) func(fix.Step, *scan.Lock) {
 
 var timeoutFlag = &cli.DurationFlag{Name: "timeout", Usage: "give up after `D` (e.g. 30s, 5m); 0 waits for as long as it takes"}
 
+var quietFlag = &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing while waiting (by default a wait longer than a second says, once, who holds the lock, and again when that changes)"}
+
+// waitingNote is what a wait says on stderr about who holds the lock,
+// unless --quiet.
+func waitingNote(c *cli.Context, path string) func(string) {
+	if c.Bool("quiet") {
+		return nil
+	}
+	w := c.App.ErrWriter
+	return func(who string) { fmt.Fprintf(w, "lockctl: waiting for %s: %s\n", path, report.Clean(who)) }
+}
+
 var kindFlag = &cli.StringFlag{Name: "kind", Value: "auto", Usage: "the lock's `KIND`: dir (a directory holding its holder's record), flock (a file held by a kernel lock, as flock(1) takes it), or auto (flock for a file lockctl made as one or a known producer's kernel-lock file, dir otherwise)"}
 
 // lockKind is the kind of the lock at path: --kind, or what it is known to
@@ -93,7 +105,7 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 			Flags: []cli.Flag{
 				timeoutFlag,
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
-				kindFlag,
+				kindFlag, quietFlag,
 			},
 			Action: acquireAction,
 		},
@@ -132,7 +144,7 @@ dpkg, apt and Python's lockf on the same path.
 
 Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			OnUsageError: onUsage,
-			Flags:        []cli.Flag{timeoutFlag, kindFlag},
+			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag},
 			Action:       runAction,
 		},
 		{
@@ -196,7 +208,10 @@ func acquireError(path string, err error) error {
 		unknown   *lock.UnknownError
 	)
 	q := report.ShellQuote(path)
+	var again *lock.AlreadyHeldError
 	switch {
+	case errors.As(err, &again):
+		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("it holds the lock already: release it first ('lockctl release %s'), or go on holding it", q)}
 	case errors.As(err, &held) && held.Holder.Pid <= 0:
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("the kernel holds it for its holder: wait for it; 'lockctl doctor %s' shows what can be seen of it", q)}
 	case errors.As(err, &held):
@@ -243,7 +258,7 @@ func acquireAction(c *cli.Context) error {
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
-	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(stderr)})
+	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		return acquireError(path, err)
 	}
@@ -313,7 +328,7 @@ func runAction(c *cli.Context) error {
 	}()
 	l, err := takeFor(ctx, kind, path, lock.Options{
 		Pid: child.Process.Pid, Also: []int{os.Getpid()},
-		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr),
+		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr), Waiting: waitingNote(c, path),
 	})
 	if err != nil {
 		g.close() // the gate sees EOF and exits without running CMD
