@@ -59,7 +59,7 @@ func WritePrometheus(w io.Writer, r *Report, took time.Duration) error {
 			continue
 		}
 		labels := "path=" + promLabel(res.Lock.Path)
-		if !utf8.ValidString(res.Lock.Path) {
+		if !utf8.ValidString(res.Lock.Path) || hasControl(res.Lock.Path) {
 			labels += ",path_shell=" + promLabel(ShellQuote(res.Lock.Path))
 		}
 		labels += ",verdict=" + promLabel(string(res.Verdict))
@@ -108,6 +108,11 @@ func promLabel(s string) string {
 			b.WriteString(`\"`)
 		case r == '\n':
 			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			// ESC, CR, C1, ...: the exposition format has no escape for
+			// them, and raw they rewrite a terminal or a log line. The
+			// path_shell label carries the exact bytes.
+			b.WriteRune(utf8.RuneError)
 		default:
 			b.WriteString(s[i : i+n])
 		}
@@ -115,4 +120,15 @@ func promLabel(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// hasControl reports whether s holds a control character other than a
+// newline, which label values cannot carry as they are.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
 }

@@ -405,5 +405,8 @@ func Age(d time.Duration) string {
 	case s < 86400:
 		return fmt.Sprintf("%dh%dm", s/3600, s%3600/60)
 	}
-	return fmt.Sprintf("%dd%dh", s/86400, s%86400/3600)
+	if s < 3*86400 {
+		return fmt.Sprintf("%dd%dh", s/86400, s%86400/3600)
+	}
+	return fmt.Sprintf("%dd", s/86400)
 }

@@ -141,6 +141,17 @@ func doctorAction(c *cli.Context) error {
 	if n := tally.Counts[verdict.Gone]; n > 0 && d.form.format == formatText && d.opts.Fixer == nil && !d.quiet {
 		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: '%s' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"), fixAgain(c))
 	}
+	total := 0
+	for _, n := range tally.Counts {
+		total += n
+	}
+	if total == 0 && d.form.format == formatText && !d.quiet && !res.BadRoot {
+		names := "the default names (" + strings.Join(scan.DefaultNames, ", ") + ", and the known producers' lock files)"
+		if c.IsSet("name") {
+			names = strings.Join(c.StringSlice("name"), ", ")
+		}
+		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: looked in %s for %s; locks by other names need --name PATTERN (for example --name '*.pid')\n", quoteAll(d.opts.Paths), names)
+	}
 	switch {
 	case res.BadRoot:
 		return &exitCode{code: ExitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
@@ -244,4 +255,13 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// quoteAll lists paths, each quoted for a shell.
+func quoteAll(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = report.ShellQuote(p)
+	}
+	return strings.Join(q, ", ")
 }
