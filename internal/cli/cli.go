@@ -71,7 +71,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "lockctl: no command %q\nlockctl: hint: %s\n", name, hint)
 	}
-	err := app.Run(bareSeconds(args))
+	err := app.Run(flagsFirst(app, bareSeconds(args)))
 	if unknown {
 		// urfave/cli returns nil after CommandNotFound.
 		return ExitError
@@ -112,6 +112,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	for _, c := range app.Commands {
 		c.Action = withUsageHint(c.Action)
+		for _, f := range c.Flags {
+			if b, ok := f.(*cli.BoolFlag); ok {
+				b.DisableDefaultText = true // "(default: false)" says nothing
+			}
+		}
 	}
 	return app
 }
@@ -232,4 +237,51 @@ func bareSeconds(args []string) []string {
 		}
 	}
 	return out
+}
+
+// flagsFirst lets flags follow paths ("lockctl doctor DIR --json"), as
+// most tools allow: urfave/cli stops reading flags at the first argument
+// that is not one, so the flags of doctor, acquire and release are moved
+// before their arguments. Nothing after "--" moves, and run is left as it
+// is: its arguments after LOCK are CMD's.
+func flagsFirst(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var cmd *cli.Command
+	for _, c := range app.Commands {
+		if c.Name == args[1] && (c.Name == "doctor" || c.Name == "acquire" || c.Name == "release") {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	flags, plain := []string{}, []string{}
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			plain = append(plain, rest[i:]...)
+			i = len(rest)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+		default:
+			plain = append(plain, a)
+		}
+	}
+	return append(append(append([]string{}, args[:2]...), flags...), plain...)
 }

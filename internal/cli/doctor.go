@@ -24,7 +24,7 @@ var defaultFail = []verdict.Verdict{verdict.Gone, verdict.Recycled, verdict.Owne
 func doctorCommand(onUsage cli.OnUsageErrorFunc) *cli.Command {
 	return &cli.Command{
 		Name:      "doctor",
-		Usage:     "judge every lock in the given registries and say what to remove (removes nothing)",
+		Usage:     "judge every lock in the given registries and say what to remove (removes nothing unless --fix)",
 		ArgsUsage: "[PATH...]",
 		Description: `Each PATH is a registry directory, walked recursively, or a lock itself.
 With no PATH, the colon-separated $LOCKCTL_PATH is used; if that is unset,

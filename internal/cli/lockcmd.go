@@ -104,7 +104,7 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				timeoutFlag,
-				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
 				kindFlag, quietFlag,
 			},
 			Action: acquireAction,
@@ -120,7 +120,7 @@ releasing another's lock by mistake; it is not access control: anyone who
 may write the registry directory may name any pid with --holder-pid.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
-				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock (default: lockctl's parent)"},
+				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
 				kindFlag,
 			},
 			Action: releaseAction,
