@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -171,13 +173,73 @@ func holderPid(c *cli.Context) (int, error) {
 		if p < 0 {
 			return 0, usageErr("--holder-pid %d is not a pid", p)
 		}
+		if p == 1 {
+			return 0, usageErr("--holder-pid 1: pid 1 never exits, so the lock would be held for ever")
+		}
 		return p, nil
 	}
-	p := os.Getppid()
+	p, via := os.Getppid(), []string(nil)
+	for i := 0; i < 16 && p > 1; i++ {
+		name := forkingWrapper(p)
+		if name == "" {
+			break
+		}
+		// timeout, sudo, strace ...: a wrapper that forks the caller's
+		// lockctl and exits with it. It would hold the lock for a moment,
+		// and the lock would read gone at once: the holder is above it.
+		via = append(via, fmt.Sprintf("%s (pid %d)", name, p))
+		p = parentOf(p)
+	}
 	if p <= 1 {
-		return 0, usageErr("lockctl's parent is pid %d, which would hold the lock forever; pass --holder-pid", p)
+		why := "lockctl's parent is pid %d, which would hold the lock for ever"
+		if len(via) > 0 {
+			why = "above " + strings.Join(via, ", ") + " is pid %d, which would hold the lock for ever"
+		}
+		return 0, usageErr(why+"; pass the holder: --holder-pid $$ from a shell", p)
 	}
 	return p, nil
+}
+
+// forkingWrappers are the programs that run their command as a child and
+// exit when it does, so that a lockctl acquire under them would record
+// them, about to exit, as the holder. Programs that exec their command
+// (env, nice, nohup, stdbuf, chrt, taskset) are replaced by it and never
+// stand between.
+var forkingWrappers = map[string]bool{
+	"timeout": true, "sudo": true, "doas": true, "su": true, "runuser": true, "time": true,
+	"strace": true, "ltrace": true, "valgrind": true, "setpriv": false, "pkexec": true,
+}
+
+// forkingWrapper names pid's program if it is a forking wrapper.
+func forkingWrapper(pid int) string {
+	name := ""
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+		name = filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+	} else {
+		name = processName(pid)
+	}
+	if forkingWrappers[name] {
+		return name
+	}
+	return ""
+}
+
+// parentOf is pid's parent, or 0 when it cannot be read.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // checkTimeout refuses a negative --timeout, which would otherwise mean
