@@ -138,6 +138,7 @@ func Doctor(opts Options, sink Sink) Result {
 			seen[l.Path] = true
 			res := judge.Judge(l)
 			judged.Add(1)
+			addDetail(&res)
 			if sink.Streams() || opts.Fixer == nil {
 				sink.Lock(res, act(res))
 				return
@@ -217,4 +218,21 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// addDetail reads a live holder's command line and user, for the report.
+func addDetail(res *verdict.Result) {
+	if res.Verdict != verdict.Live {
+		return
+	}
+	pid := int64(0)
+	switch {
+	case res.Holder != nil:
+		pid = res.Holder.Pid
+	case len(res.Kernel) > 0:
+		pid = int64(res.Kernel[0].Pid)
+	}
+	if pid > 0 && pid <= 1<<31-1 {
+		res.Detail = kernel.Detail(int(pid))
+	}
 }

@@ -141,6 +141,11 @@ type jsonHolder struct {
 	// READ or WRITE.
 	LockType string `json:"lock_type,omitempty"`
 	LockMode string `json:"lock_mode,omitempty"`
+	// Cmdline, User, Uid and Started describe a live holder's process.
+	Cmdline []string `json:"cmdline,omitempty"`
+	User    string   `json:"user,omitempty"`
+	Uid     *int     `json:"uid,omitempty"`
+	Started string   `json:"started,omitempty"`
 }
 
 // lockTypes are /proc/locks' names for each kind of kernel lock.
@@ -222,6 +227,14 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		jh := kernelJSON(k[0])
 		j.Holder = &jh
 	}
+	if d := res.Detail; d != nil && j.Holder != nil {
+		j.Holder.Cmdline, j.Holder.User = d.Cmdline, d.User
+		if d.Uid >= 0 {
+			uid := d.Uid
+			j.Holder.Uid = &uid
+		}
+		j.Holder.Started = j.Holder.Start
+	}
 	for _, w := range res.Waiters {
 		j.Waiters = append(j.Waiters, kernelJSON(w))
 	}
@@ -295,10 +308,23 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		}
 		if !res.Started.IsZero() {
 			hs += ", process started " + res.Started.UTC().Format(time.RFC3339)
+			if res.Verdict == verdict.Live {
+				hs += " (running for " + Age(now.Sub(res.Started)) + ")"
+			}
+		}
+		if d := res.Detail; d != nil && d.User != "" {
+			hs += ", user " + Clean(d.User)
 		}
 		line("holder", hs)
 	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
 		line("holder", kernelText(k[0]))
+	}
+	if d := res.Detail; d != nil && len(d.Cmdline) > 0 {
+		q := make([]string, len(d.Cmdline))
+		for i, a := range d.Cmdline {
+			q[i] = ShellQuote(a)
+		}
+		line("cmdline", strings.Join(q, " "))
 	}
 	if len(res.Waiters) > 0 {
 		ws := make([]string, len(res.Waiters))

@@ -30,6 +30,16 @@ type LockTable interface {
 	Locks(dev, ino uint64) []KernelHolder
 }
 
+// ProcDetail is what an operator wants to see of a live holder beyond its
+// pid and command name: evidence for a person, never for a verdict.
+type ProcDetail struct {
+	// Cmdline is the holder's full command line.
+	Cmdline []string
+	// Uid and User are who it runs as (User "" when the uid has no name).
+	Uid  int
+	User string
+}
+
 // LockDetail is a LockTable that also names the requests blocked behind a
 // lock (lslocks' BLOCKER), and says whether its table is the whole
 // machine's: in a child pid namespace the kernel lists only the locks of

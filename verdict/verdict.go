@@ -98,6 +98,9 @@ type Result struct {
 	// lock, where the kernel lists them.
 	Kernel  []KernelHolder
 	Waiters []KernelHolder
+	// Detail describes a live holder's process, for the report (filled by
+	// report.Doctor, not by Judge).
+	Detail *ProcDetail
 	// Debris is what to remove of the unpublished lock builds left beside
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
