@@ -373,8 +373,9 @@ func runAction(c *cli.Context) error {
 	}
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
+	fg := inForeground()
 	ctx, cancel := context.WithCancel(context.Background())
 	if d := c.Duration("timeout"); d > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), d)
@@ -385,7 +386,9 @@ func runAction(c *cli.Context) error {
 		for s := range sigs {
 			sig = s
 			cancel() // while waiting for the lock: give up
-			_ = child.Process.Signal(s)
+			if forwardSignal(s, fg) {
+				_ = child.Process.Signal(s)
+			}
 		}
 	}()
 	l, err := takeFor(ctx, kind, path, lock.Options{
@@ -512,4 +515,17 @@ func gateAction(c *cli.Context) error {
 	}
 	err = syscall.Exec(path, args, os.Environ())
 	return &exitCode{code: ExitCannotRun, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
+}
+
+// forwardSignal says whether run passes signal s on to CMD. CMD is in
+// lockctl's process group, so a Ctrl-C or Ctrl-\ at the terminal whose
+// foreground group that is (fg) has already reached CMD: passing it on
+// would deliver it twice, and programs that read a second Ctrl-C as "force
+// quit" abort hard. Every other signal lockctl gets is meant for what it
+// runs, and is passed on.
+func forwardSignal(s os.Signal, fg bool) bool {
+	if fg && (s == os.Interrupt || s == syscall.SIGQUIT) {
+		return false
+	}
+	return true
 }
