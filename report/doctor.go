@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync/atomic"
 
@@ -93,8 +94,10 @@ type Options struct {
 type Result struct {
 	// Errors are the problems that did not stop the run, as messages.
 	Errors []string
-	// BadRoot is true when a named path could not be read.
+	// BadRoot is true when a named path could not be read; Denied, when
+	// permission was what stopped it.
 	BadRoot bool
+	Denied  bool
 }
 
 // Doctor walks opts.Paths, judges every lock it finds exactly as doctor
@@ -105,6 +108,9 @@ func Doctor(opts Options, sink Sink) Result {
 	var out Result
 	note := func(err error, skipped bool) {
 		out.Errors = append(out.Errors, Clean(err.Error()))
+		if errors.Is(err, fs.ErrPermission) {
+			out.Denied = true
+		}
 		if opts.Warn != nil {
 			opts.Warn(err, skipped)
 		}

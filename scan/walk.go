@@ -58,6 +58,12 @@ func ResolveRoot(p string, m Matcher) (Root, error) {
 		real = "/"
 	}
 	fi, err := os.Lstat(real)
+	if errors.Is(err, fs.ErrNotExist) && m.IsLock(filepath.Base(real)) {
+		// A lock that is gone but for its side files (an abandoned break
+		// or release): named, it is read as the lock, which Walk reports
+		// by its side files, or as not there when none is left.
+		return Root{Given: p, Path: real, Lock: true}, nil
+	}
 	if err != nil {
 		return Root{}, err
 	}

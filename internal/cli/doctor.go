@@ -153,6 +153,8 @@ func doctorAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: looked in %s for %s; locks by other names need --name PATTERN (for example --name '*.pid')\n", quoteAll(d.opts.Paths), names)
 	}
 	switch {
+	case res.BadRoot && res.Denied:
+		return &exitCode{code: ExitError, hint: "permission denied: run lockctl as the registry's owner, or as root (sudo lockctl doctor ...), to read it"}
 	case res.BadRoot:
 		return &exitCode{code: ExitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
 	case tally.Attention:

@@ -98,3 +98,29 @@ func copyFile(t *testing.T, from, to string, perm fs.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoctorDeniedSaysSo: a registry lockctl may not read fails with exit
+// 2 and a hint that says the reason, permission, and the way out, not
+// "check the path".
+func TestDoctorDeniedSaysSo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it runs lockctl as nobody over a root-only directory")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
+	dir, bin := publicBin(t)
+	shut := filepath.Join(dir, "shut")
+	if err := os.Mkdir(shut, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "doctor", shut)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	out, code := runAs(t, cmd)
+	if code != cli.ExitError || !strings.Contains(string(out), "hint: permission denied: run lockctl as the registry's owner, or as root") {
+		t.Errorf("doctor as nobody on a root-only registry: exit %d\n%s", code, out)
+	}
+}
