@@ -104,8 +104,47 @@ The standard places
 judges when given no PATH and no
 .BR LOCKCTL_PATH ,
 with the agmsg team directories under the home directory.
+.SH EXAMPLES
+Judge the standard places, and the locks under a source tree:
+.PP
+.RS
+.nf
+lockctl doctor
+lockctl doctor ~/src
+.fi
+.RE
+.PP
+Remove the gone locks found, each bound to the holder judged:
+.PP
+.RS
+.nf
+lockctl doctor \-\-fix /run/lock
+.fi
+.RE
+.PP
+A CI health check, as JSON, that fails only on gone locks and claims:
+.PP
+.RS
+.nf
+lockctl doctor \-\-json \-\-fail\-on gone,claimed /srv/locks
+.fi
+.RE
+.PP
+Run a job under a lock, giving up after 30 seconds; share a lock with
+.BR flock (1)
+users:
+.PP
+.RS
+.nf
+lockctl run \-\-timeout 30 /run/lock/backup.lock \-\- backup.sh
+lockctl run \-\-kind flock /run/lock/cron.lock \-\- job.sh
+.fi
+.RE
 .SH SEE ALSO
 .BR flock (1),
+.BR lslocks (8),
+.BR fuser (1),
+.BR lsof (8),
 .BR lockfile\-create (1),
 .BR dotlockfile (1).
 In the source tree:
@@ -143,9 +182,10 @@ every lock one verdict:
 .BR recycled ,
 .BR ownerless ,
 .BR foreign ,
-.B claimed
-or
-.BR unknown .
+.BR claimed ,
+.B unknown
+or, for a kernel\-lock file nobody holds,
+.BR free .
 Age is shown, never judged.
 .SH COMMANDS
 `)
