@@ -2,6 +2,7 @@ package lock
 
 import (
 	"errors"
+	"github.com/lockctl/lockctl/internal/fsx"
 	"io"
 	"os"
 
@@ -16,7 +17,7 @@ import (
 // descriptor of the file, and is shared with the processes f is passed to.
 func tryRecordLock(f *os.File) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
-	err := control(f, func(fd int) error {
+	err := fsx.WithFd(f, func(fd int) error {
 		for {
 			err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
 			if err != unix.EINTR {

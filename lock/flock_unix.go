@@ -4,6 +4,7 @@ package lock
 
 import (
 	"errors"
+	"github.com/lockctl/lockctl/internal/fsx"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -12,23 +13,10 @@ import (
 // errBusy is why a kernel lock could not be taken: someone holds it.
 var errBusy = errors.New("held by another process")
 
-// control runs fn on f's descriptor.
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
 // tryFlock takes an exclusive flock on f without waiting: errBusy if
 // another open file description holds one.
 func tryFlock(f *os.File) error {
-	err := control(f, func(fd int) error {
+	err := fsx.WithFd(f, func(fd int) error {
 		for {
 			err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 			if err != unix.EINTR {

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/fsx"
 	"os"
 	"syscall"
 
@@ -39,7 +40,7 @@ func (g gate) open(lockFile *os.File) error {
 	if lockFile != nil {
 		oob = unix.UnixRights(int(lockFile.Fd()))
 	}
-	return control(g.f, func(fd int) error { return unix.Sendmsg(fd, []byte{'g'}, oob, nil, 0) })
+	return fsx.WithFd(g.f, func(fd int) error { return unix.Sendmsg(fd, []byte{'g'}, oob, nil, 0) })
 }
 
 func (g gate) close() { g.f.Close() }
@@ -66,17 +67,4 @@ func waitGate() (ok bool) {
 	}
 	unix.Close(3)
 	return true
-}
-
-// control runs fn on f's descriptor.
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }

@@ -26,18 +26,7 @@ import (
 // never gone. It re-runs this test binary, copied into a directory nobody
 // can reach, as lockctl.
 func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it starts a root-owned holder and runs lockctl as nobody")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skipf("no user nobody: %v", err)
-	}
-	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
-	if uid == 0 {
-		t.Skip("nobody is uid 0 here")
-	}
+	cred := asNobody(t, "it starts a root-owned holder and runs lockctl as nobody")
 
 	// Nobody must run the binary and read the registry.
 	dir, bin := publicBin(t)
@@ -54,10 +43,10 @@ func TestDoctorUnprivilegedSeesOtherUsersHolderLive(t *testing.T) {
 
 	cmd := exec.Command(bin, "doctor", reg)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "NO_COLOR=1"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	code := cmd.ProcessState.ExitCode()
 	if err != nil && code < 0 {
 		t.Fatalf("lockctl doctor as nobody: %v\nstderr:\n%s", err, stderr.String())
@@ -103,8 +92,26 @@ func copyFile(t *testing.T, from, to string, perm fs.FileMode) {
 // 2 and a hint that says the reason, permission, and the way out, not
 // "check the path".
 func TestDoctorDeniedSaysSo(t *testing.T) {
+	cred := asNobody(t, "it runs lockctl as nobody over a root-only directory")
+	dir, bin := publicBin(t)
+	shut := filepath.Join(dir, "shut")
+	if err := os.Mkdir(shut, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "doctor", shut)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	out, code := runAs(t, cmd)
+	if code != cli.ExitError || !strings.Contains(string(out), "hint: permission denied: run lockctl as the registry's owner, or as root") {
+		t.Errorf("doctor as nobody on a root-only registry: exit %d\n%s", code, out)
+	}
+}
+
+// asNobody is the credential of the user nobody, or skips the test (why
+// says what it needs root for) when not root or there is no such user.
+func asNobody(t *testing.T, why string) *syscall.Credential {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: it runs lockctl as nobody over a root-only directory")
+		t.Skip("needs root: " + why)
 	}
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
@@ -112,15 +119,8 @@ func TestDoctorDeniedSaysSo(t *testing.T) {
 	}
 	uid, _ := strconv.ParseUint(nobody.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(nobody.Gid, 10, 32)
-	dir, bin := publicBin(t)
-	shut := filepath.Join(dir, "shut")
-	if err := os.Mkdir(shut, 0o700); err != nil {
-		t.Fatal(err)
+	if uid == 0 {
+		t.Skip("nobody is uid 0 here")
 	}
-	cmd := exec.Command(bin, "doctor", shut)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
-	out, code := runAs(t, cmd)
-	if code != cli.ExitError || !strings.Contains(string(out), "hint: permission denied: run lockctl as the registry's owner, or as root") {
-		t.Errorf("doctor as nobody on a root-only registry: exit %d\n%s", code, out)
-	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 }

@@ -279,6 +279,21 @@ func (d Dir) MoveNoReplace(old string, to Dir, new string) error {
 	return err
 }
 
+// WithFd runs fn on the descriptor of the open file f, without taking it
+// out of Go's hands (f.Fd would put it in blocking mode, and f may close it
+// once fn returns).
+func WithFd(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
 // DevIno returns the device and inode numbers of fi, from os.Stat or
 // os.Lstat, where the platform reports them.
 //
