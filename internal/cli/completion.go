@@ -244,6 +244,18 @@ _lockctl() {
 		esac
 	done
 	COMPREPLY=()
+	# After run's --, the words are CMD's: complete them as a command line.
+	if [[ $cmd == run ]]; then
+		for ((i = 2; i < COMP_CWORD; i++)); do
+			[[ ${COMP_WORDS[i]} == -- ]] || continue
+			if declare -F _command_offset >/dev/null; then
+				_command_offset $((i + 1))
+			elif ((COMP_CWORD == i + 1)); then
+				mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
+			fi
+			return 0
+		done
+	fi
 	case $cmd in
 	'')
 		if [[ $cur == -* ]]; then
