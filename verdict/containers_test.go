@@ -49,6 +49,23 @@ func TestJudgeReadersView(t *testing.T) {
 			lock:      pidLock(pidHolder(holderPid)),
 			want:      Unknown, reason: "pid 31000 (sleep) is pid 4242 in pid namespace pid:[4026532999]",
 		},
+		// A start-fenced pid that names no namespace (filelock's
+		// SoftFileLock): another start time here proves nothing while a
+		// container's process has that pid.
+		{
+			name:      "fenced-pid-of-no-namespace-another-process-here-but-a-containers-pid",
+			procs:     procs(holderPid, alive),
+			namesakes: inContainer,
+			lock:      pidLock(modified(fenced(holderPid, alive.Start+7, hereBoot), func(h *scan.Holder) { h.PidNS = "" })),
+			want:      Unknown, reason: "is another process here (start time",
+		},
+		{
+			name:   "fenced-pid-of-no-namespace-another-process-here-seen-everywhere-is-gone",
+			procs:  procs(holderPid, alive),
+			lock:   pidLock(modified(fenced(holderPid, alive.Start+7, hereBoot), func(h *scan.Holder) { h.PidNS = "" })),
+			want:   Gone, reason: "not the recorded",
+			remove: steps(rm(pidPath)),
+		},
 		{
 			name:      "bare-pid-zombie-but-a-containers-pid",
 			procs:     procs(holderPid, Proc{State: StateZombie, Comm: "sh"}),

@@ -233,6 +233,15 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
 		}
 		if p.Start != start {
+			if !placed {
+				// Another process has that pid here, but a record that
+				// does not say its pid namespace may be of a process that
+				// has it in another (filelock's SoftFileLock in a
+				// container): as for an absent pid, gone only when none has.
+				if why := j.elsewhere(pid); why != "" {
+					return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, p.Start, start, why)
+				}
+			}
 			return out(Gone, "pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, p.Start, start)
 		}
 		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
