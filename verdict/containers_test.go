@@ -60,10 +60,10 @@ func TestJudgeReadersView(t *testing.T) {
 			want:      Unknown, reason: "is another process here (start time",
 		},
 		{
-			name:   "fenced-pid-of-no-namespace-another-process-here-seen-everywhere-is-gone",
-			procs:  procs(holderPid, alive),
-			lock:   pidLock(modified(fenced(holderPid, alive.Start+7, hereBoot), func(h *scan.Holder) { h.PidNS = "" })),
-			want:   Gone, reason: "not the recorded",
+			name:  "fenced-pid-of-no-namespace-another-process-here-seen-everywhere-is-gone",
+			procs: procs(holderPid, alive),
+			lock:  pidLock(modified(fenced(holderPid, alive.Start+7, hereBoot), func(h *scan.Holder) { h.PidNS = "" })),
+			want:  Gone, reason: "not the recorded",
 			remove: steps(rm(pidPath)),
 		},
 		{

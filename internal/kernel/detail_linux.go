@@ -6,6 +6,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -34,9 +35,23 @@ func Detail(pid int) *verdict.ProcDetail {
 		}
 	}
 	if d.Uid >= 0 {
-		if u, err := user.LookupId(strconv.Itoa(d.Uid)); err == nil {
-			d.User = u.Username
-		}
+		d.User = userName(d.Uid)
 	}
 	return d
+}
+
+// userNames remembers each uid's name for the run: a report of many live
+// locks of one user looks it up once.
+var userNames sync.Map
+
+func userName(uid int) string {
+	if n, ok := userNames.Load(uid); ok {
+		return n.(string)
+	}
+	n := ""
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		n = u.Username
+	}
+	userNames.Store(uid, n)
+	return n
 }
