@@ -321,6 +321,9 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 		return scan.Record{}, &o
 	case err != nil:
 		o := kept("cannot claim the record: %v", err)
+		if errors.Is(err, fs.ErrPermission) {
+			o = kept("cannot claim the record: this user may not rename in %s (%v): run lockctl doctor --fix as the lock's owner or as root", l.Dir, errors.Unwrap(err))
+		}
 		return scan.Record{}, &o
 	}
 	// 2. Verify: the claimed file must be the one judged, byte for byte.

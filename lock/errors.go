@@ -49,6 +49,20 @@ func (e *HeldError) who() string {
 	return s
 }
 
+// GoneError ends a wait on a lock whose holder is gone but that this
+// acquirer could not break (Why: a directory it may not write, a file
+// system without RENAME_NOREPLACE, ...).
+type GoneError struct {
+	Path, Reason, Why string
+	Err               error
+}
+
+func (e *GoneError) Error() string {
+	return fmt.Sprintf("timed out acquiring %s: its holder is gone (%s), but it could not be broken: %s", e.Path, e.Reason, e.Why)
+}
+
+func (e *GoneError) Unwrap() error { return e.Err }
+
 // AlreadyHeldError is the answer to an acquire by the holder the lock's
 // record already names: it holds the lock, and waiting would wait on
 // itself.

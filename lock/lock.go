@@ -187,6 +187,11 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	// whoever the record names as holder.
 	tmp := fmt.Sprintf("%s.new.%s.%d", name, h.Token, os.Getpid())
 	if err := d.Mkdir(tmp, 0o755); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			// Not the build's own name, which means nothing to an
+			// operator: the directory, and why.
+			return nil, fmt.Errorf("cannot acquire %s: cannot make a lock in %s (%w): run as a user who may write there, or use a registry this user owns", abs, dir, errors.Unwrap(err))
+		}
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	published := false
@@ -261,6 +266,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
 	wait := time.Millisecond
 	var last verdict.Result
+	var notBroken string // why the last sweep of a gone lock kept it
 	tell := waitTeller(l.waiting)
 	for quick := 0; ; {
 		// Publish: the rename succeeds only if nothing, not even an empty
@@ -307,6 +313,8 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			fixer.Debris(res) // builds left by waiters that are gone
 			if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
 				switch o := fixer.Fix(res); o.Action {
+				case fix.Kept:
+					notBroken = o.Reason
 				case fix.Removed, fix.Restored, fix.Skipped:
 					// Swept, or someone else changed it first: look again
 					// now, a few times, before waiting.
@@ -321,6 +329,9 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 		quick = 0
 		select {
 		case <-ctx.Done():
+			if last.Verdict == verdict.Gone && notBroken != "" {
+				return false, &GoneError{Path: abs, Reason: last.Reason, Why: notBroken, Err: ctx.Err()}
+			}
 			return false, waitError(abs, last, ctx.Err())
 		case <-time.After(wait/2 + rand.N(wait)):
 		}

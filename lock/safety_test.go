@@ -510,7 +510,13 @@ func TestAcquireNeverBreaks(t *testing.T) {
 				testutil.WriteFile(t, filepath.Join(p, "holder."+tok), []byte("token "+tok+"\npid "+pid+"\ncommand careful\nhost "+host.Name+"\nscope "+host.Scope+"\nbreak no\n"))
 				return verdict.Gone
 			},
-			wantUnknown: "gone",
+			// The wait says the holder is gone and why it was not broken.
+			check: func(t *testing.T, err error, p string) {
+				var e *GoneError
+				if !errors.As(err, &e) || e.Path != p || !strings.Contains(e.Why, "break no") {
+					t.Errorf("error = %T %v, want *GoneError saying the holder asked never to be broken", err, err)
+				}
+			},
 		},
 		{
 			name: "pid out of range",

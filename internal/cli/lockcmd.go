@@ -271,7 +271,10 @@ func acquireError(path string, err error) error {
 	)
 	q := report.ShellQuote(path)
 	var again *lock.AlreadyHeldError
+	var stuck *lock.GoneError
 	switch {
+	case errors.As(err, &stuck):
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("ask the lock's owner, or root, to run 'lockctl doctor --fix %s'", q)}
 	case errors.As(err, &again):
 		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("it holds the lock already: release it first ('lockctl release %s'), or go on holding it", q)}
 	case errors.As(err, &held) && held.Holder.Pid <= 0:

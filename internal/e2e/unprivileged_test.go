@@ -124,3 +124,48 @@ func asNobody(t *testing.T, why string) *syscall.Credential {
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 }
+
+// TestMessagesWithoutRights: where lockctl may not write, every message
+// names the place and the way out: acquire in a registry it may not write
+// names the registry (not the internal name of its build), --fix says whom
+// to ask, and a wait on a gone lock it may not break says the holder is
+// gone and why it could not be broken, not "cannot tell whether it is held".
+func TestMessagesWithoutRights(t *testing.T) {
+	cred := asNobody(t, "it runs lockctl as nobody over a registry root owns")
+	dir, bin := publicBin(t)
+	// shut: root's, 0755. reg: sticky and world-writable, as /run/lock
+	// is: nobody may make a lock there, but not rename root's.
+	shut, reg := filepath.Join(dir, "shut"), filepath.Join(dir, "reg")
+	if err := os.Mkdir(shut, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(reg, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	gone := testutil.Gone(t)
+	testutil.WriteFile(t, filepath.Join(reg, "gone.lock"), []byte(strconv.Itoa(gone)+"\n"))
+	as := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, code := runAs(t, cmd)
+		return string(out), code
+	}
+	out, code := as("run", "--quiet", "--timeout", "300ms", filepath.Join(shut, "new.lock"), "--", "true")
+	if code == 0 || !strings.Contains(out, "cannot make a lock in "+shut) || strings.Contains(out, ".new.") {
+		t.Errorf("run in a registry nobody may not write: exit %d\n%s", code, out)
+	}
+	out, code = as("doctor", "--fix", reg)
+	if !strings.Contains(out, "this user may not rename in "+reg) || !strings.Contains(out, "as the lock's owner or as root") {
+		t.Errorf("doctor --fix as nobody: exit %d\n%s", code, out)
+	}
+	out, code = as("run", "--quiet", "--timeout", "300ms", filepath.Join(reg, "gone.lock"), "--", "true")
+	if code != cli.ExitTimeout || !strings.Contains(out, "its holder is gone") || !strings.Contains(out, "ask the lock's owner, or root, to run 'lockctl doctor --fix") {
+		t.Errorf("run on a gone lock nobody may not break: exit %d\n%s", code, out)
+	}
+	if !lcExists(filepath.Join(reg, "gone.lock")) {
+		t.Error("the gone lock vanished")
+	}
+}
