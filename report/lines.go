@@ -20,6 +20,8 @@ type LineWriter struct {
 	now   time.Time
 	tally *Tally
 	err   error
+	// Only is as Report.Only.
+	Only map[verdict.Verdict]bool
 }
 
 // NewLineWriter returns a LineWriter writing to w. fail is the fail set, for
@@ -36,6 +38,9 @@ type lineLock struct {
 // Lock writes one judged lock, with what --fix did to it when o is not nil.
 func (lw *LineWriter) Lock(res verdict.Result, o *fix.Outcome) {
 	lw.tally.Add(res, o)
+	if !Shows(lw.Only, res.Verdict) {
+		return
+	}
 	j := lockJSON(lw.now, res)
 	if o != nil {
 		j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict

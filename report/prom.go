@@ -55,7 +55,7 @@ func WritePrometheus(w io.Writer, r *Report, took time.Duration) error {
 
 	family("lockctl_lock_age_seconds", "Seconds since each lock that is neither live nor free was modified; NaN when unknown.")
 	for _, res := range r.Results {
-		if res.Verdict == verdict.Live || res.Verdict == verdict.Free {
+		if res.Verdict == verdict.Live || res.Verdict == verdict.Free || !Shows(r.Only, res.Verdict) {
 			continue
 		}
 		labels := "path=" + promLabel(res.Lock.Path)

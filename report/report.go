@@ -38,7 +38,13 @@ type Report struct {
 	Fail map[verdict.Verdict]bool
 	// Outcomes, set by doctor --fix, say what was done to each lock.
 	Outcomes map[*scan.Lock]fix.Outcome
+	// Only, when not nil, are the verdicts whose locks are written out
+	// (--only); counts, the summary and attention still cover every lock.
+	Only map[verdict.Verdict]bool
 }
+
+// Shows reports whether a lock of verdict v is written out under only.
+func Shows(only map[verdict.Verdict]bool, v verdict.Verdict) bool { return only == nil || only[v] }
 
 // Tally counts the report's locks, and what --fix did to them.
 func (r *Report) Tally() *Tally {
@@ -178,6 +184,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 		doc.Actions = r.Actions()
 	}
 	for _, res := range r.Results {
+		if !Shows(r.Only, res.Verdict) {
+			continue
+		}
 		j := lockJSON(r.Now, res)
 		if o, ok := r.Outcomes[res.Lock]; ok {
 			j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
@@ -268,6 +277,9 @@ func NewStyles(w io.Writer) Styles {
 func WriteText(w io.Writer, r *Report, st Styles) error {
 	var b strings.Builder
 	for _, res := range r.Results {
+		if !Shows(r.Only, res.Verdict) {
+			continue
+		}
 		o, fixed := r.Outcomes[res.Lock]
 		writeLock(&b, r.Now, res, st, o, fixed)
 	}

@@ -83,6 +83,7 @@ var flagValues = map[string]struct {
 }{
 	"format":  {values: formats},
 	"fail-on": {values: append(verdictNames(), "none"), list: true},
+	"only":    {values: verdictNames(), list: true},
 }
 
 func verdictNames() []string {

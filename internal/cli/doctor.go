@@ -50,6 +50,7 @@ the report cannot be written.`,
 			&cli.DurationFlag{Name: "legacy-older-than", Usage: "with --fix, also remove owner-less locks unchanged for longer than `DUR` that no process holds (local file systems only)"},
 			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
+			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
 		},
 		Action: doctorAction,
 	}
@@ -64,13 +65,22 @@ func joinVerdicts(vs []verdict.Verdict) string {
 }
 
 func parseFailOn(s string) (map[verdict.Verdict]bool, error) {
-	set := map[verdict.Verdict]bool{}
 	if strings.TrimSpace(s) == "none" {
-		return set, nil
+		return map[verdict.Verdict]bool{}, nil
 	}
+	return parseVerdicts("--fail-on", s)
+}
+
+// parseVerdicts reads flag's comma-separated list of verdicts.
+func parseVerdicts(flag, s string) (map[verdict.Verdict]bool, error) {
+	or, orSay := "", ""
+	if flag == "--fail-on" {
+		or, orSay = ", or none", ", or say none"
+	}
+	set := map[verdict.Verdict]bool{}
 	if strings.Trim(s, " ,") == "" {
 		// An unset variable must not quietly turn the check off.
-		return nil, usageErr("--fail-on is empty: name verdicts (%s), or say none", joinVerdicts(verdict.All))
+		return nil, usageErr("%s is empty: name verdicts (%s)%s", flag, joinVerdicts(verdict.All), orSay)
 	}
 	for _, w := range strings.Split(s, ",") {
 		w = strings.TrimSpace(w)
@@ -79,7 +89,7 @@ func parseFailOn(s string) (map[verdict.Verdict]bool, error) {
 		}
 		v, ok := verdict.Parse(w)
 		if !ok {
-			return nil, usageErr("--fail-on: %q is not a verdict (want a comma-separated list of %s, or none)", w, joinVerdicts(verdict.All))
+			return nil, usageErr("%s: %q is not a verdict (want a comma-separated list of %s%s)", flag, w, joinVerdicts(verdict.All), or)
 		}
 		set[v] = true
 	}
@@ -168,6 +178,7 @@ type doctorRun struct {
 	opts  report.Options
 	form  reportForm
 	fail  map[verdict.Verdict]bool
+	only  map[verdict.Verdict]bool // --only: nil writes every lock
 	now   time.Time
 	quiet bool
 }
@@ -178,6 +189,11 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	var err error
 	if d.fail, err = parseFailOn(c.String("fail-on")); err != nil {
 		return nil, err
+	}
+	if c.IsSet("only") {
+		if d.only, err = parseVerdicts("--only", c.String("only")); err != nil {
+			return nil, err
+		}
 	}
 	if d.form, err = parseReportForm(c); err != nil {
 		return nil, err
@@ -229,6 +245,7 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Result, err error) {
 	write := func(out io.Writer) error {
 		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
+		lw.Only = d.only
 		res, tally = report.Doctor(d.opts, lw), lw.Tally()
 		return lw.Summary(d.opts.Host, res.Errors)
 	}
@@ -242,7 +259,7 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Re
 
 // batch runs doctor, then sorts and writes the whole report.
 func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, report.Result, error) {
-	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail}
+	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail, Only: d.only}
 	if d.opts.Fixer != nil {
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
