@@ -64,6 +64,7 @@ type Postgres struct {
 // recognise names the producer of a lock file just read, from its place,
 // name and bytes, and reads what that producer's rule needs.
 func recognise(l *Lock, r *Record) {
+	link := linkProducer(l.Dir, l.Name)
 	switch {
 	case IsVimSwapName(l.Name) && strings.HasPrefix(string(r.Raw), "b0VIM "):
 		if h, v, err := ParseVimSwap(r.Raw); err == nil {
@@ -75,10 +76,10 @@ func recognise(l *Lock, r *Record) {
 			l.Format, l.Producer, l.Postgres = FormatPostgres, ProducerPostgres, pg
 			r.Holder, r.Err = h, nil
 		}
-	case r.Holder == nil && (linkProducer(l.Dir, l.Name) == ProducerMercurial || linkProducer(l.Dir, l.Name) == ProducerEmacs):
+	case r.Holder == nil && (link == ProducerMercurial || link == ProducerEmacs):
 		// Where symbolic links fail, Mercurial and Emacs write the same
 		// bytes into a regular file.
-		p := linkProducer(l.Dir, l.Name)
+		p := link
 		if h, err := ParseLinkLock(p, string(r.Raw)); err == nil {
 			l.Format, l.Producer = Format(p), p
 			r.Holder, r.Err = h, nil

@@ -209,6 +209,9 @@ func TestPostgresOrphanBackends(t *testing.T) {
 		t.Fatal("--fix left a gone postmaster.pid")
 	}
 	start()
+	// The cluster started again runs as a daemon: stop it here, not by
+	// the reaper's last sweep.
+	asPG(pgctl, "-D", data, "-m", "immediate", "stop")
 }
 
 // judgeOne runs lockctl doctor --json on the lock at path, named as the

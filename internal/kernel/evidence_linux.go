@@ -248,8 +248,12 @@ func (k *KernelEvidence) gather() {
 	}
 }
 
+// readLocks takes the lock table Holders answers from: the same read that
+// Locks and Waiters use (once per run, or afresh with Fresh), so that
+// /proc/locks, whose first read can stall every locker on the machine, is
+// not read twice for one question.
 func (k *KernelEvidence) readLocks() {
-	t := readLockTable()
+	t := k.lockTable()
 	k.locks = t.held
 	if !t.ok {
 		k.complete = false
