@@ -721,6 +721,11 @@ func (f *Fixer) legacyDir(l *scan.Lock, lock, claim place) Outcome {
 	if ents, err := cd.List(); err != nil || len(ents) > 0 {
 		return f.rollback(claim, lock, "the directory is no longer empty")
 	}
+	if !st.Mtime.Equal(l.Info.Mtime) {
+		// Touched since it was judged: a holder that proves itself alive
+		// by refreshing the mtime (npm's proper-lockfile) did so.
+		return f.rollback(claim, lock, "the directory's modification time moved since it was judged: a holder refreshing it is alive")
+	}
 	// 3. Judge again, with the kernel asked again.
 	f.hook(BeforeJudge, l)
 	if why, ok := f.legacyStill(l); !ok {

@@ -487,6 +487,32 @@ func TestLegacyDirFilledAfterTheClaim(t *testing.T) {
 	noDebris(t, reg)
 }
 
+// TestLegacyDirTouchedBeforeTheClaim: the empty lock directory's mtime
+// moved between the judgement and the claim, as npm's proper-lockfile
+// holder moves it every few seconds to prove it lives: the sweep puts the
+// directory back and removes nothing.
+func TestLegacyDirTouchedBeforeTheClaim(t *testing.T) {
+	f := legacyFixer(t)
+	reg := tempDir(t)
+	p := filepath.Join(reg, "x.lock")
+	testutil.Mkdir(t, p)
+	age(t, p)
+	ino := inode(t, p)
+	res := judgeEv(t, reg, p, verdict.Ownerless)
+	f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) {
+		now := time.Now()
+		if err := os.Chtimes(p, now, now); err != nil {
+			t.Fatal(err)
+		}
+	})
+	o := f.Fix(res)
+	wantOutcome(t, p, o, fix.Kept, "the directory's modification time moved since it was judged: a holder refreshing it is alive; the record was put back")
+	if got := inode(t, p); got != ino {
+		t.Errorf("%s is inode %d, want %d (the directory judged, put back)", p, got, ino)
+	}
+	noDebris(t, reg)
+}
+
 // TestLegacyReplacedBeforeTheClaim: the lock was replaced by a new one
 // between the judgement and the claim: the claim takes the new one, sees
 // it is not the inode judged, and puts it back untouched.

@@ -25,6 +25,9 @@ const (
 	ProducerFirefox   = "firefox"
 	ProducerVim       = "vim"
 	ProducerFilelock  = "filelock"
+	// ProducerProperLockfile is npm's proper-lockfile: an empty <file>.lock
+	// directory beside <file>, whose mtime its holder keeps refreshing.
+	ProducerProperLockfile = "proper-lockfile"
 )
 
 // Vim is what a vim swap file's block 0 says beyond its pid.

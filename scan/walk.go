@@ -488,6 +488,13 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) []side {
 	}
 	if len(ents) == 0 {
 		l.Format = FormatEmpty
+		if base, ok := strings.CutSuffix(l.Name, ".lock"); ok && base != "" {
+			// npm's proper-lockfile locks <file> by mkdir <file>.lock, and
+			// by default only a file that exists (it takes its realpath).
+			if _, err := d.Lstat(base); err == nil {
+				l.Producer = ProducerProperLockfile
+			}
+		}
 	}
 	return sides
 }

@@ -225,6 +225,26 @@ func TestWalkEmptyLockDir(t *testing.T) {
 	}
 }
 
+// TestWalkProperLockfile: an empty <file>.lock directory beside <file> is
+// npm's proper-lockfile's; without <file> beside it, or with anything
+// inside, it is no one's in particular.
+func TestWalkProperLockfile(t *testing.T) {
+	reg := tempDir(t)
+	writeFile(t, filepath.Join(reg, "db.json"), "{}")
+	mkdir(t, filepath.Join(reg, "db.json.lock"))
+	mkdir(t, filepath.Join(reg, "other.lock"))
+	writeFile(t, filepath.Join(reg, "full"), "")
+	mkdir(t, filepath.Join(reg, "full.lock"))
+	writeFile(t, filepath.Join(reg, "full.lock", "x"), "")
+
+	got := byPath(t, walk(t, reg, nil).locks, reg)
+	for name, want := range map[string]string{"db.json.lock": scan.ProducerProperLockfile, "other.lock": "", "full.lock": ""} {
+		if l := got[filepath.Join(reg, name)]; l == nil || l.Producer != want {
+			t.Errorf("%s: %+v, want producer %q", name, l, want)
+		}
+	}
+}
+
 func TestWalkRegistryB(t *testing.T) {
 	reg := tempDir(t)
 	tok2 := "4214." + hex32 + ".2"

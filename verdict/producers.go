@@ -115,3 +115,42 @@ func (j *Judge) producerGone(r Result) Result {
 	}
 	return r
 }
+
+// ProperLockfileFresh is how recently an npm proper-lockfile lock must have
+// been refreshed to count as held: proper-lockfile's own default stale
+// interval, after which it takes the lock for abandoned (its holder
+// refreshes the mtime every stale/2, 5 s by default; lib/lockfile.js,
+// lock and isLockStale).
+const ProperLockfileFresh = 10 * time.Second
+
+// properLockfile judges npm's proper-lockfile lock, an empty <file>.lock
+// directory that names no holder. Its holder proves itself alive by
+// refreshing the directory's mtime: a recent mtime (or one ahead of this
+// clock, which proper-lockfile rounds up to the second on coarse file
+// systems) is evidence that it lives. An mtime left alone longer stays
+// owner-less, never gone: the stale interval is the holder's option and is
+// not stored in the lock, and a holder that is suspended stops refreshing.
+func properLockfile(r Result) Result {
+	age := time.Since(r.Lock.Info.Mtime)
+	what := "an npm proper-lockfile lock (an empty directory beside the file it locks, no holder recorded)"
+	if age < ProperLockfileFresh {
+		return r.set(judged{v: Live, reason: fmt.Sprintf("%s, refreshed %s ago: its holder refreshes it every few seconds while it runs (proper-lockfile takes it for stale only after %s)", what, ageText(age), ProperLockfileFresh)})
+	}
+	r = r.set(judged{v: Ownerless, reason: fmt.Sprintf("%s, last refreshed %s ago: a running holder refreshes it every 5 s by default, but the interval is the holder's choice and is not recorded, and a suspended holder stops refreshing", what, ageText(age))})
+	r.ownerlessRemedy()
+	return r
+}
+
+// ageText is a short, rounded age: "0s" for a time ahead of this clock.
+func ageText(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return d.Round(time.Minute).String()
+}

@@ -467,6 +467,25 @@ func TestJudgeLive(t *testing.T) {
 	})
 }
 
+// TestProperLockfileRefreshed: npm's proper-lockfile holder refreshes its
+// empty lock directory's mtime while it runs: a recent mtime, or one a
+// little ahead of this clock (proper-lockfile rounds it up to the second),
+// is a live holder, with nothing to remove.
+func TestProperLockfileRefreshed(t *testing.T) {
+	for _, d := range []time.Duration{-900 * time.Millisecond, 0, 3 * time.Second, ProperLockfileFresh - time.Second} {
+		l := with(emptyDir(), func(l *scan.Lock) {
+			l.Producer = scan.ProducerProperLockfile
+			l.Info.Mtime = time.Now().Add(-d)
+		})
+		j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}}
+		got := j.Judge(l)
+		checkResult(t, "proper-lockfile", got, l)
+		if got.Verdict != Live || !strings.Contains(got.Reason, "refreshed") {
+			t.Errorf("Judge(proper-lockfile refreshed %s ago) = %s (%s), want live", d, got.Verdict, got.Reason)
+		}
+	}
+}
+
 func TestJudgeGone(t *testing.T) {
 	gone := holderB(holderPid, hereScope)
 	run(t, []judgeCase{
@@ -634,6 +653,14 @@ func TestJudgeOwnerless(t *testing.T) {
 			name: "empty-dir",
 			lock: emptyDir(),
 			want: Ownerless, reason: "the lock directory is empty",
+			remove: steps(rmdir(lockPath)),
+		},
+		{
+			// npm's proper-lockfile, its mtime left alone for long: owner-less,
+			// never gone (the stale interval is not recorded).
+			name: "proper-lockfile-unrefreshed",
+			lock: with(emptyDir(), func(l *scan.Lock) { l.Producer = scan.ProducerProperLockfile }),
+			want: Ownerless, reason: "last refreshed",
 			remove: steps(rmdir(lockPath)),
 		},
 		{
