@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -31,7 +32,13 @@ var knownKernelLocks = []struct{ suffix, by string }{
 }
 
 // KnownKernelLock says which program's kernel-lock file path is, by its
-// place and name, or "" when it is none known.
+// place and name, or "" when it is none known. Besides knownKernelLocks:
+//
+//   - Firefox: a profile's .parentlock, locked with fcntl(F_SETLK) on the
+//     whole file while the profile is in use (nsProfileLock.cpp,
+//     LockWithFcntl); the directory is a profile by the files Firefox
+//     keeps there (prefs.js, compatibility.ini, times.json) or its lock
+//     link.
 func KnownKernelLock(path string) string {
 	path = filepath.Clean(path)
 	for _, k := range knownKernelLocks {
@@ -39,5 +46,19 @@ func KnownKernelLock(path string) string {
 			return k.by
 		}
 	}
+	if filepath.Base(path) == ".parentlock" && isFirefoxProfile(filepath.Dir(path)) {
+		return ProducerFirefox
+	}
 	return ""
+}
+
+// isFirefoxProfile reports whether dir looks like a Firefox profile.
+func isFirefoxProfile(dir string) bool {
+	for _, f := range []string{"prefs.js", "compatibility.ini", "times.json"} {
+		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "lock"))
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }

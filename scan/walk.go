@@ -436,6 +436,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 		l.KernelLock = "lockctl"
 	case l.Format == FormatEmpty:
 		l.KernelLock = KnownKernelLock(l.Path)
+		l.Producer = l.KernelLock // dpkg, apt, firefox
 	}
 	l.Holders = []Record{r}
 }

@@ -1311,3 +1311,26 @@ func TestWalkSeesRecordClaimedMidWalk(t *testing.T) {
 		t.Fatalf("Walk = %d holders, claims %+v; want the record seen as release staging", len(l.Holders), l.Claims)
 	}
 }
+
+// TestWalkKnownKernelLocks: dpkg's lock files by their place, and
+// Firefox's .parentlock in a profile, are kernel-lock files of their
+// producer, found with no --name; a .parentlock elsewhere is no one's and
+// not reported.
+func TestWalkKnownKernelLocks(t *testing.T) {
+	reg := tempDir(t)
+	mkdir(t, filepath.Join(reg, "root", "var", "lib", "dpkg"))
+	writeFile(t, filepath.Join(reg, "root", "var", "lib", "dpkg", "lock-frontend"), "")
+	mkdir(t, filepath.Join(reg, "profile"))
+	writeFile(t, filepath.Join(reg, "profile", "prefs.js"), "")
+	writeFile(t, filepath.Join(reg, "profile", ".parentlock"), "")
+	mkdir(t, filepath.Join(reg, "other"))
+	writeFile(t, filepath.Join(reg, "other", ".parentlock"), "")
+
+	got := byPath(t, walk(t, reg, nil).locks, reg)
+	wantLocks(t, got, filepath.Join(reg, "root", "var", "lib", "dpkg", "lock-frontend"), filepath.Join(reg, "profile", ".parentlock"))
+	for p, want := range map[string]string{"root/var/lib/dpkg/lock-frontend": "dpkg", "profile/.parentlock": "firefox"} {
+		if l := got[filepath.Join(reg, p)]; l.KernelLock != want || l.Producer != want {
+			t.Errorf("%s: kernel lock of %q, producer %q, want %q", p, l.KernelLock, l.Producer, want)
+		}
+	}
+}

@@ -152,7 +152,20 @@ func TestBrowserLocks(t *testing.T) {
 			if _, err := os.Lstat(lock); err != nil {
 				t.Fatalf("--fix removed a running %s's lock: %v", b.name, err)
 			}
+			parent := filepath.Join(profile, ".parentlock")
+			if b.producer == "firefox" {
+				// Firefox also holds an fcntl lock on .parentlock: a
+				// kernel-lock file, live while it runs and free after.
+				if got := r.judgeOne(parent); got.Verdict != "live" || got.Producer != "firefox" || got.Holder == nil || got.Holder.Pid != int64(p.pid) {
+					t.Errorf("doctor on a running Firefox's .parentlock: %s of %q (%s), want live, pid %d", got.Verdict, got.Producer, got.Reason, p.pid)
+				}
+			}
 			r.killTree(p.pid)
+			if b.producer == "firefox" {
+				if got := r.judgeOne(parent); got.Verdict != "free" {
+					t.Errorf("doctor on a SIGKILLed Firefox's .parentlock: %s (%s), want free", got.Verdict, got.Reason)
+				}
+			}
 			if got := r.judgeOne(lock); got.Verdict != "gone" {
 				t.Fatalf("doctor on a SIGKILLed %s's lock: %s (%s), want gone", b.name, got.Verdict, got.Reason)
 			}
