@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,15 +37,34 @@ func startProgress(stderr io.Writer, want bool, entries, found, judged *atomic.I
 		}
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
+		// Once the line is drawn, an interrupt must not leave it on the
+		// terminal: erase it, then die of the signal as before.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, interrupts...)
+		defer signal.Stop(sig)
 		for {
 			fmt.Fprintf(stderr, "\rlockctl: %d entries walked, %d locks found, %d judged\x1b[K", entries.Load(), found.Load(), judged.Load())
 			select {
 			case <-done:
 				fmt.Fprint(stderr, "\r\x1b[K")
 				return
+			case s := <-sig:
+				fmt.Fprint(stderr, "\r\x1b[K")
+				reraise(s)
 			case <-t.C:
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// reraise dies of s, as the process would have had it not been caught:
+// the default action is restored and s sent again. Where that does not end
+// the process, it exits as a shell reports a death by SIGINT.
+func reraise(s os.Signal) {
+	signal.Reset(s)
+	if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(s) == nil {
+		time.Sleep(time.Second)
+	}
+	os.Exit(130)
 }
