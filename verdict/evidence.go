@@ -33,6 +33,8 @@ type LockTable interface {
 // ProcDetail is what an operator wants to see of a live holder beyond its
 // pid and command name: evidence for a person, never for a verdict.
 type ProcDetail struct {
+	// Comm is the holder's short command name (/proc/<pid>/status Name).
+	Comm string
 	// Cmdline is the holder's full command line.
 	Cmdline []string
 	// Uid and User are who it runs as (User "" when the uid has no name).

@@ -148,14 +148,14 @@ func doctorAction(c *cli.Context) error {
 	if err != nil {
 		return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
 	}
-	if n := tally.Counts[verdict.Gone]; n > 0 && d.form.format == formatText && d.opts.Fixer == nil && !d.quiet {
+	if n := tally.Counts[verdict.Gone]; n > 0 && (d.form.format == formatText || d.form.format == formatTable) && d.opts.Fixer == nil && !d.quiet {
 		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: '%s' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"), fixAgain(c))
 	}
 	total := 0
 	for _, n := range tally.Counts {
 		total += n
 	}
-	if total == 0 && d.form.format == formatText && !d.quiet && !res.BadRoot {
+	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot {
 		names := "the default names (" + strings.Join(scan.DefaultNames, ", ") + ", and the known producers' lock files)"
 		if c.IsSet("name") {
 			names = strings.Join(c.StringSlice("name"), ", ")

@@ -18,13 +18,14 @@ const (
 	formatJSON      = "json"       // one versioned JSON document (the same as --json)
 	formatJSONLines = "json-lines" // one JSON object per lock as it is judged, then a summary
 	formatProm      = "prom"       // Prometheus text exposition, for node_exporter's textfile collector
+	formatTable     = "table"      // one line per lock, lslocks-style
 )
 
-var formats = []string{formatText, formatJSON, formatJSONLines, formatProm}
+var formats = []string{formatText, formatTable, formatJSON, formatJSONLines, formatProm}
 
 func formatFlag() cli.Flag {
 	return &cli.StringFlag{Name: "format", Value: formatText,
-		Usage: "write the report as `FORMAT`: text, json (the same as --json), json-lines (the same as --json-lines) or prom (Prometheus text format, for node_exporter's textfile collector)"}
+		Usage: "write the report as `FORMAT`: text, table (one line per lock), json (the same as --json), json-lines (the same as --json-lines) or prom (Prometheus text format, for node_exporter's textfile collector)"}
 }
 
 func outputFlag() cli.Flag {
@@ -44,7 +45,7 @@ type reportForm struct {
 func parseReportForm(c *cli.Context) (reportForm, error) {
 	f := reportForm{format: c.String("format"), output: c.String("output")}
 	if !slices.Contains(formats, f.format) {
-		return f, usageErr("--format: %q is not a format (want text, json, json-lines or prom)", f.format)
+		return f, usageErr("--format: %q is not a format (want text, table, json, json-lines or prom)", f.format)
 	}
 	for _, alias := range []string{formatJSON, formatJSONLines} {
 		if !c.Bool(alias) {
@@ -70,6 +71,8 @@ func (f reportForm) write(stdout io.Writer, rep *report.Report) error {
 			return report.WriteJSON(w, rep)
 		case formatProm:
 			return report.WritePrometheus(w, rep, time.Since(rep.Now))
+		case formatTable:
+			return report.WriteTable(w, rep, report.NewStyles(w))
 		}
 		// Styles bound to w: a file gets plain text even from a terminal.
 		return report.WriteText(w, rep, report.NewStyles(w))

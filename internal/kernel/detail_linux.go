@@ -27,6 +27,9 @@ func Detail(pid int) *verdict.ProcDetail {
 	}
 	if s, err := os.ReadFile(p + "/status"); err == nil {
 		for _, l := range strings.Split(string(s), "\n") {
+			if v, ok := strings.CutPrefix(l, "Name:"); ok {
+				d.Comm = strings.TrimSpace(v)
+			}
 			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
 				if f := strings.Fields(v); len(f) > 0 {
 					d.Uid, _ = strconv.Atoi(f[0])
