@@ -152,6 +152,17 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 	return skipped("--fix removes only gone locks and abandoned claims; this one is %s", res.Verdict)
 }
 
+// fits keeps a lock whose claim's name would be longer than its file
+// system takes (a lock named near NAME_MAX by another tool; lockctl
+// refuses to take such names): the claim would fail, and the operator is
+// better told why and what to do.
+func fits(l *scan.Lock, claim string) (Outcome, bool) {
+	if m := l.FS.NameMax; m > 0 && len(claim) > m {
+		return kept("its name is %d bytes, so the claim lockctl renames it to first (%d bytes) would be longer than this file system takes (%d): it cannot be removed safely by lockctl; remove it by hand, with the commands shown, once its holder is known to be gone", len(l.Name), len(claim), m), false
+	}
+	return Outcome{}, true
+}
+
 // claimName names a claim of this fixer's. It ends with the fixer's pid
 // namespace, so that a reader in another namespace judges the claim's maker
 // there, and never takes a pid of this namespace for one of its own.
@@ -252,6 +263,9 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 // c (beside the lock), verify it is what was judged, judge it again, then
 // remove the lock directory (when dir is not nil) and the claim.
 func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place, dir *place) Outcome {
+	if o, ok := fits(l, c.name); !ok {
+		return o
+	}
 	rec, out := f.bind(l, judged, from, c)
 	if out != nil {
 		return *out
@@ -654,6 +668,9 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	defer d.Close()
 	lockPlace := place{d, l.Name}
 	claim := place{d, f.claimName(l, "")}
+	if o, ok := fits(l, claim.name); !ok {
+		return o
+	}
 	switch {
 	case l.Kind == scan.KindFile && len(l.Holders) == 1:
 		return f.legacyFile(l, lockPlace, claim)

@@ -863,3 +863,21 @@ func TestGenBExtrasKept(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepNameTooLongToClaim: a gone lock whose name leaves no room below
+// the file system's name limit for the claim (another tool's, named near
+// NAME_MAX) is kept, saying why and what to do, and nothing is touched.
+func TestSweepNameTooLongToClaim(t *testing.T) {
+	host := testHost(t)
+	dir := tempDir(t)
+	lock := mkFile(t, dir, strings.Repeat("n", 230)+".lock", fmt.Appendf(nil, "%d\n", testutil.Gone(t)))
+	res := judge(t, dir, lock, verdict.Gone)
+	if res.Lock.FS.NameMax != 255 {
+		t.Skipf("the name limit here is %d, not 255", res.Lock.FS.NameMax)
+	}
+	o := fix.New(host).Fix(res)
+	wantOutcome(t, lock, o, fix.Kept, "would be longer than this file system takes (255): it cannot be removed safely by lockctl; remove it by hand")
+	if left := names(t, dir); len(left) != 1 {
+		t.Errorf("after Fix(%s) the registry holds %q, want the lock alone", lock, left)
+	}
+}

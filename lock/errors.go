@@ -147,3 +147,11 @@ func (e *NotHolderError) Error() string {
 	return fmt.Sprintf("refusing to release %s: it is held by pid %d (%s), not by pid %d; nothing was touched",
 		e.Path, e.Holder.Pid, e.Holder.Command, e.Pid)
 }
+
+// BadPathError says a path cannot be a lock, or cannot be one lockctl
+// could ever break: the command line is wrong, and waiting would not help.
+type BadPathError struct {
+	Path, Why string
+}
+
+func (e *BadPathError) Error() string { return fmt.Sprintf("%q %s", e.Path, e.Why) }

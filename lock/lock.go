@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -105,16 +106,71 @@ func startOf(pid int) (uint64, error) {
 	return p.Start, nil
 }
 
+// split checks that path can name a lock and splits it into the lock's
+// absolute path, its directory and its name. The directory may be reached
+// through symbolic links (/var/lock -> /run/lock on Debian and Fedora, or
+// any link the operator made): they are followed here, once, to a
+// directory, and from then on everything is relative to that directory's
+// descriptor and follows nothing.
 func split(path string) (abs, dir, name string, err error) {
-	abs, err = filepath.Abs(path)
-	if err != nil {
+	bad := func(why string, args ...any) (string, string, string, error) {
+		return "", "", "", &BadPathError{Path: path, Why: fmt.Sprintf(why, args...)}
+	}
+	switch base := filepath.Base(path); {
+	case path == "":
+		return bad("names no lock: give the lock's path, such as /run/lock/app.lock")
+	case strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)):
+		return bad("ends in /, so it names a directory, not a lock: name the lock inside it, such as %s", filepath.Join(path, "app.lock"))
+	case base == "." || base == "..":
+		return bad("names a directory, not a lock: name the lock inside it, such as %s", filepath.Join(path, "app.lock"))
+	}
+	if abs, err = filepath.Abs(path); err != nil {
 		return "", "", "", err
 	}
 	dir, name = filepath.Split(abs)
-	if name == "" || name == "." || name == ".." {
-		return "", "", "", fmt.Errorf("%q does not name a lock", path)
+	real, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return bad("is in a directory that does not exist (%s): make it first (mkdir -p -- %s), or name a lock in one that does", filepath.Clean(dir), shellWord(filepath.Clean(dir)))
 	}
-	return abs, filepath.Clean(dir), name, nil
+	if err != nil {
+		return "", "", "", fmt.Errorf("the lock's directory %s: %w", filepath.Clean(dir), err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return bad("is not in a directory: %s is not one", filepath.Clean(dir))
+	}
+	return filepath.Join(real, name), real, name, nil
+}
+
+// shellWord quotes s for a POSIX shell where it needs it (report.ShellQuote
+// is the full one; this package stays free of the report's dependencies).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:,=@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// CheckPath says why path cannot name a lock, as *BadPathError, or nil:
+// what Acquire and ReleaseFor refuse before they touch anything.
+func CheckPath(path string) error {
+	_, _, _, err := split(path)
+	var bad *BadPathError
+	if errors.As(err, &bad) {
+		return err
+	}
+	return nil
+}
+
+// roomForSides refuses a lock name that leaves too little room below the
+// file system's name limit for lockctl's side files (scan.SideRoom): such a
+// lock could be taken, but once its holder died no claim could be made to
+// break it, and it would be wedged for good.
+func roomForSides(d fsx.Dir, path, name string) error {
+	fs, err := d.FS()
+	if err != nil || fs.NameMax <= 0 || len(name)+scan.SideRoom <= fs.NameMax {
+		return nil
+	}
+	return &BadPathError{Path: path, Why: fmt.Sprintf("has a name of %d bytes; lockctl's side files add up to %d more, beyond this file system's limit of %d (%s), so once its holder died the lock could never be broken: use a name of at most %d bytes", len(name), scan.SideRoom, fs.NameMax, fs.Name, fs.NameMax-scan.SideRoom)}
 }
 
 // holder builds the record for opts.
@@ -177,6 +233,9 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	defer d.Close()
+	if err := roomForSides(d, path, name); err != nil {
+		return nil, err
+	}
 
 	// Build the whole lock beside its final name (<lock>.new.<token>, a
 	// name that claims nothing about the lock that may be there): a directory holding the
@@ -310,6 +369,11 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 				// ever stand there, and waiting would wait for ever.
 				return false, fmt.Errorf("cannot acquire %s as a directory lock: it is a kernel-lock file of %s (%s); take it as one with 'lockctl run --kind flock'", abs, cur.KernelLock, res.Reason)
 			}
+			if notALock(cur) {
+				// A directory of other things (a project, /tmp): it will
+				// never be released, and waiting would wait for ever.
+				return false, &BadPathError{Path: abs, Why: fmt.Sprintf("is a directory that holds %d entries and no lock record, so it is not a lock: name a lock inside it, such as %s", len(cur.Others), filepath.Join(abs, "app.lock"))}
+			}
 			fixer.Debris(res) // builds left by waiters that are gone
 			if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
 				switch o := fixer.Fix(res); o.Action {
@@ -337,6 +401,18 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 		}
 		wait = min(wait*2, 50*time.Millisecond)
 	}
+}
+
+// notALock reports whether l is a directory that no lock format explains:
+// entries inside, and no record, writer evidence or side file of a lock.
+func notALock(l *scan.Lock) bool {
+	for _, c := range l.Claims {
+		if c.Kind != scan.ClaimBuild { // builds are waiting acquirers, this one among them
+			return false
+		}
+	}
+	return l.Kind == scan.KindDir && l.Err == nil && len(l.Others) > 0 && len(l.Holders) == 0 &&
+		len(l.Writers) == 0 && len(l.Pending) == 0
 }
 
 // build writes the record into the fresh directory tmp and fsyncs both.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -696,4 +697,37 @@ func TestReleaseRecordReplaced(t *testing.T) {
 			testutil.Untouched(t, dir, before)
 		})
 	}
+}
+
+// TestLongestNameIsBreakable: the longest lock name Acquire takes leaves
+// room for every side file: once its holder is gone, another Acquire
+// breaks it (claim and all) and takes it; one byte longer is refused.
+func TestLongestNameIsBreakable(t *testing.T) {
+	dir := t.TempDir()
+	d, err := fsx.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := d.FS()
+	d.Close()
+	if err != nil || fs.NameMax <= 0 {
+		t.Skipf("no name limit here (%v)", err)
+	}
+	name := strings.Repeat("n", fs.NameMax-scan.SideRoom-len(".lock")) + ".lock"
+	p := filepath.Join(dir, name)
+	c := testutil.Sleeper(t)
+	if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
+		t.Fatalf("Acquire with a %d-byte name: %v", len(name), err)
+	}
+	killAndReap(t, c)
+	l := acquireWithin(t, p, 5*time.Second)
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WantNames(t, dir)
+	var bad *BadPathError
+	if _, err := Acquire(context.Background(), filepath.Join(dir, "x"+name), Options{}); !errors.As(err, &bad) {
+		t.Errorf("Acquire with a %d-byte name: %v, want *BadPathError", len(name)+1, err)
+	}
+	testutil.WantNames(t, dir)
 }

@@ -94,10 +94,33 @@ type Options struct {
 type Result struct {
 	// Errors are the problems that did not stop the run, as messages.
 	Errors []string
+	// Unread are the parts of the trees that were not read, or not in
+	// full: the report does not cover them.
+	Unread []Unread
 	// BadRoot is true when a named path could not be read; Denied, when
 	// permission was what stopped it.
 	BadRoot bool
 	Denied  bool
+}
+
+// Unread is a directory the report does not cover: its path, and why.
+type Unread struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// UnreadSummary says, in a clause, what the report does not cover, or ""
+// when it covers everything: "1 directory could not be read (/srv/x:
+// permission denied)".
+func UnreadSummary(u []Unread) string {
+	if len(u) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d %s not read, so locks there were not seen (%s", len(u), plural(len(u), "directory was", "directories were"), ShellQuote(u[0].Path))
+	if len(u) > 1 {
+		s += fmt.Sprintf(" and %d more", len(u)-1)
+	}
+	return s + ")"
 }
 
 // Doctor walks opts.Paths, judges every lock it finds exactly as doctor
@@ -108,6 +131,10 @@ func Doctor(opts Options, sink Sink) Result {
 	var out Result
 	note := func(err error, skipped bool) {
 		out.Errors = append(out.Errors, Clean(err.Error()))
+		var u *scan.UnreadError
+		if errors.As(err, &u) {
+			out.Unread = append(out.Unread, Unread{Path: u.Path, Error: Clean(err.Error())})
+		}
 		if errors.Is(err, fs.ErrPermission) {
 			out.Denied = true
 		}

@@ -60,17 +60,20 @@ func (lw *LineWriter) write(v any) {
 }
 
 // Summary writes the closing object and returns the first write error.
-func (lw *LineWriter) Summary(host verdict.Host, errors []string) error {
+func (lw *LineWriter) Summary(host verdict.Host, res Result) error {
 	lw.write(struct {
-		Type    string                  `json:"type"`
-		Version int                     `json:"version"`
-		Host    string                  `json:"host"`
-		BootID  string                  `json:"boot_id"`
-		Time    string                  `json:"time"`
-		Counts  map[verdict.Verdict]int `json:"counts"`
-		Actions map[fix.Action]int      `json:"actions,omitempty"`
-		Errors  []string                `json:"errors"`
-	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions, append([]string{}, errors...)})
+		Type     string                  `json:"type"`
+		Version  int                     `json:"version"`
+		Host     string                  `json:"host"`
+		BootID   string                  `json:"boot_id"`
+		Time     string                  `json:"time"`
+		Counts   map[verdict.Verdict]int `json:"counts"`
+		Actions  map[fix.Action]int      `json:"actions,omitempty"`
+		Errors   []string                `json:"errors"`
+		Complete bool                    `json:"complete"`
+		Unread   []Unread                `json:"unread"`
+	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions,
+		append([]string{}, res.Errors...), len(res.Unread) == 0, append([]Unread{}, res.Unread...)})
 	return lw.err
 }
 

@@ -80,6 +80,8 @@ func WritePrometheus(w io.Writer, r *Report, took time.Duration) error {
 
 	family("lockctl_scan_errors", "Problems that did not stop the run: registries or subtrees that could not be read.")
 	fmt.Fprintf(&b, "lockctl_scan_errors %d\n", len(r.Errors))
+	family("lockctl_scan_unread_directories", "Directories the run did not read, or not in full (unreadable, or deeper than the walk's limit): locks there were not seen.")
+	fmt.Fprintf(&b, "lockctl_scan_unread_directories %d\n", len(r.Unread))
 	family("lockctl_scan_duration_seconds", "How long the run took, from the start of the scan to the report.")
 	fmt.Fprintf(&b, "lockctl_scan_duration_seconds %s\n", strconv.FormatFloat(math.Max(took.Seconds(), 0), 'f', -1, 64))
 	family("lockctl_scan_timestamp_seconds", "When the run started, in seconds since the Unix epoch.")

@@ -34,6 +34,8 @@ type Report struct {
 	// Errors are the problems that did not stop the run (unreadable
 	// subtrees, roots that could not be opened), as messages.
 	Errors []string
+	// Unread are the directories the report does not cover.
+	Unread []Unread
 	// Fail is the set of verdicts that need attention.
 	Fail map[verdict.Verdict]bool
 	// Outcomes, set by doctor --fix, say what was done to each lock.
@@ -104,6 +106,9 @@ type jsonDoc struct {
 	Counts  map[verdict.Verdict]int `json:"counts"`
 	Actions map[fix.Action]int      `json:"actions,omitempty"`
 	Errors  []string                `json:"errors"`
+	// Complete is false when some directories were not read (Unread).
+	Complete bool     `json:"complete"`
+	Unread   []Unread `json:"unread"`
 }
 
 type jsonLock struct {
@@ -172,13 +177,15 @@ func ageSeconds(now, t time.Time) *int64 {
 // WriteJSON writes the report as one JSON document.
 func WriteJSON(w io.Writer, r *Report) error {
 	doc := jsonDoc{
-		Version: Version,
-		Host:    r.Host.Name,
-		BootID:  r.Host.BootID,
-		Time:    r.Now.UTC().Format(time.RFC3339),
-		Locks:   make([]jsonLock, 0, len(r.Results)),
-		Counts:  r.Counts(),
-		Errors:  append([]string{}, r.Errors...),
+		Version:  Version,
+		Host:     r.Host.Name,
+		BootID:   r.Host.BootID,
+		Time:     r.Now.UTC().Format(time.RFC3339),
+		Locks:    make([]jsonLock, 0, len(r.Results)),
+		Counts:   r.Counts(),
+		Errors:   append([]string{}, r.Errors...),
+		Complete: len(r.Unread) == 0,
+		Unread:   append([]Unread{}, r.Unread...),
 	}
 	if r.Outcomes != nil {
 		doc.Actions = r.Actions()
@@ -407,9 +414,14 @@ func removal(res verdict.Result) []verdict.Step {
 
 // Summary is the one-line count of locks by verdict.
 func Summary(r *Report) string {
+	partial := UnreadSummary(r.Unread)
 	if len(r.Results) == 0 {
+		if partial != "" {
+			return "no locks found where it could look, but " + partial
+		}
 		return "no locks found"
 	}
+
 	c := r.Counts()
 	var parts []string
 	for _, v := range verdict.All {
@@ -422,6 +434,9 @@ func Summary(r *Report) string {
 		noun = "lock"
 	}
 	out := fmt.Sprintf("%d %s: %s", len(r.Results), noun, strings.Join(parts, ", "))
+	if partial != "" {
+		out += "; incomplete: " + partial
+	}
 	if r.Outcomes != nil {
 		a := r.Actions()
 		out += fmt.Sprintf("\nfix: %d removed, %d restored, %d kept, %d skipped", a[fix.Removed], a[fix.Restored], a[fix.Kept], a[fix.Skipped])

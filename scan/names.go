@@ -157,6 +157,15 @@ func (m Matcher) side(name string) (side, bool) {
 	return side{}, false
 }
 
+// SideRoom is the most that lockctl's side files add to a lock's name: a
+// break claim of one of its own locks,
+// <lock>.dead.<pid>.<32 hex>.<attempt>.<breaker pid>.ns<inode>, sized for
+// 7-digit pids, a 3-digit attempt and a 10-digit namespace inode (the
+// builds, <lock>.new.<token>.<pid>, and releases, <lock>.rel.<token>.<pid>,
+// are shorter). A lock whose name leaves less room than this below the
+// file system's name limit could be taken but never broken.
+var SideRoom = len(fmt.Sprintf(".dead.%d.%032x.%d.%d.ns%d", 9999999, 0, 999, 9999999, uint32(1<<32-1)))
+
 // NSSuffix is what lockctl appends to the name of a break claim it makes,
 // so that a reader in another pid namespace can tell which namespace the
 // breaker's pid is of: ".ns" and the namespace's inode number, or "" where

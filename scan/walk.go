@@ -235,6 +235,20 @@ func (d *dirFS) get() fsx.FS {
 	return d.fs
 }
 
+// UnreadError is a part of a tree that the walk could not read, or did not
+// (deeper than MaxDepth): a lock there was not seen, so a report that
+// found none over it has not looked everywhere.
+type UnreadError struct {
+	// Path is the directory not read, or not read in full.
+	Path string
+	Err  error
+}
+
+func (e *UnreadError) Error() string { return e.Err.Error() }
+func (e *UnreadError) Unwrap() error { return e.Err }
+
+func unread(path string, err error) error { return &UnreadError{Path: path, Err: err} }
+
 func (w *Walker) warn(err error) {
 	if w.Warn != nil {
 		w.mu.Lock()
@@ -277,7 +291,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 	})
 	w.Entries.Add(n)
 	if err != nil {
-		w.warn(err) // keep what was listed before the error
+		w.warn(unread(d.Path(), err)) // keep what was listed before the error
 	}
 	dfs := &dirFS{dir: d}
 	for _, name := range locks {
@@ -308,7 +322,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 func (w *Walker) descend(d fsx.Dir, name string, depth int, ancestors []devIno) {
 	sub := d.Join(name)
 	if depth+1 > MaxDepth {
-		w.warn(fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth))
+		w.warn(unread(sub, fmt.Errorf("not walking %q: deeper than %d levels", sub, MaxDepth)))
 		return
 	}
 	c, err := d.OpenDir(name)
@@ -316,13 +330,13 @@ func (w *Walker) descend(d fsx.Dir, name string, depth int, ancestors []devIno) 
 		// ENOTDIR: not a directory after all. ELOOP: a symbolic link,
 		// never followed. ENOENT: removed since it was listed.
 		if !fsx.IsNotDirOrLink(err) && !errors.Is(err, fs.ErrNotExist) {
-			w.warn(err)
+			w.warn(unread(sub, err))
 		}
 		return
 	}
 	st, err := c.Stat()
 	if err != nil {
-		w.warn(err)
+		w.warn(unread(sub, err))
 		c.Close()
 		return
 	}

@@ -37,8 +37,9 @@ Nothing else is ever touched.
 
 Exit status: 0 when no lock needs attention (after --fix, when none still
 does), 1 when a lock has a verdict in the fail set (--fail-on), 2 on a usage
-error or a PATH that cannot be read (the report is still written), or when
-the report cannot be written.`,
+error, a PATH that cannot be read, or a directory under one that could not
+be read in full unless --allow-partial (the report is still written, and
+says what it does not cover), or when the report cannot be written.`,
 		OnUsageError: onUsage,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (version 1)"},
@@ -50,6 +51,7 @@ the report cannot be written.`,
 			&cli.DurationFlag{Name: "legacy-older-than", Usage: "with --fix, also remove owner-less locks unchanged for longer than `DUR` that no process holds (local file systems only)"},
 			&cli.StringSliceFlag{Name: "name", Usage: "lock name `GLOB` (repeatable); replaces *.lock, *.lck and LCK..*"},
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "exit by the locks found even when some directories could not be read (by default an incomplete look exits 2)"},
 			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
 		},
 		Action: doctorAction,
@@ -167,6 +169,13 @@ func doctorAction(c *cli.Context) error {
 		return &exitCode{code: ExitError, hint: "permission denied: run lockctl as the registry's owner, or as root (sudo lockctl doctor ...), to read it"}
 	case res.BadRoot:
 		return &exitCode{code: ExitError, hint: "check the path, or set LOCKCTL_PATH to the registries to check"}
+	case len(res.Unread) > 0 && !c.Bool("allow-partial"):
+		// A health check must not pass over a registry it never saw.
+		hint := "the report does not cover them: run lockctl as their owner or as root, or pass --allow-partial to accept a partial look"
+		if tally.Attention {
+			hint = "locks need attention, and " + hint
+		}
+		return &exitCode{code: ExitError, hint: hint}
 	case tally.Attention:
 		return &exitCode{code: ExitAttention}
 	}
@@ -247,7 +256,7 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Re
 		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
 		lw.Only = d.only
 		res, tally = report.Doctor(d.opts, lw), lw.Tally()
-		return lw.Summary(d.opts.Host, res.Errors)
+		return lw.Summary(d.opts.Host, res)
 	}
 	if d.form.output != "" {
 		err = writeFileAtomic(d.form.output, write)
@@ -264,7 +273,7 @@ func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, report.Result, error
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
 	res := report.Doctor(d.opts, rep)
-	rep.Errors = res.Errors
+	rep.Errors, rep.Unread = res.Errors, res.Unread
 	rep.Sort()
 	return rep.Tally(), res, d.form.write(stdout, rep)
 }

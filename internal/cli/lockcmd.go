@@ -165,7 +165,11 @@ func lockPathArg(c *cli.Context, want int) (string, error) {
 	if want > 0 && c.NArg() != want {
 		return "", usageErr("%s: want exactly one LOCK, got %d arguments", c.Command.Name, c.NArg())
 	}
-	return c.Args().First(), nil
+	path := c.Args().First()
+	if err := lock.CheckPath(path); err != nil {
+		return "", &exitCode{code: ExitError, err: err}
+	}
+	return path, nil
 }
 
 func holderPid(c *cli.Context) (int, error) {
@@ -272,7 +276,10 @@ func acquireError(path string, err error) error {
 	q := report.ShellQuote(path)
 	var again *lock.AlreadyHeldError
 	var stuck *lock.GoneError
+	var badPath *lock.BadPathError
 	switch {
+	case errors.As(err, &badPath):
+		return &exitCode{code: ExitError, err: err}
 	case errors.As(err, &stuck):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("ask the lock's owner, or root, to run 'lockctl doctor --fix %s'", q)}
 	case errors.As(err, &again):
@@ -343,6 +350,10 @@ func releaseAction(c *cli.Context) error {
 		hooks = append(hooks, h)
 	}
 	if err := lock.ReleaseFor(path, pid, hooks...); err != nil {
+		var bad *lock.BadPathError
+		if errors.As(err, &bad) {
+			return &exitCode{code: ExitError, err: err}
+		}
 		return &exitCode{code: ExitAttention, err: err}
 	}
 	return nil

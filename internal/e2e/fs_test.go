@@ -95,7 +95,7 @@ func TestFSOfDevShm(t *testing.T) {
 	if mountType(t, "/dev/shm") != "tmpfs" {
 		t.Skip("/dev/shm is not a tmpfs mount here")
 	}
-	if got := fsOf(t, "/dev/shm"); got != (fsx.FS{Name: "tmpfs"}) {
+	if got := fsOf(t, "/dev/shm"); got != (fsx.FS{Name: "tmpfs", NameMax: 255}) {
 		t.Errorf("FSOf(/dev/shm) = %+v, want tmpfs, local", got)
 	}
 }
@@ -121,7 +121,7 @@ func mountHere(t *testing.T, fstype, data string) string {
 // found there by scan carries it.
 func TestFSOfMountedTmpfs(t *testing.T) {
 	dir := mountHere(t, "tmpfs", "size=1m")
-	if got := fsOf(t, dir); got != (fsx.FS{Name: "tmpfs"}) {
+	if got := fsOf(t, dir); got != (fsx.FS{Name: "tmpfs", NameMax: 255}) {
 		t.Errorf("FSOf(%s) = %+v, want tmpfs, local", dir, got)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "x.lock"), nil, 0o644); err != nil {
@@ -131,7 +131,7 @@ func TestFSOfMountedTmpfs(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatalf("ReadOne = %v, %v", l, err)
 	}
-	if l.FS != (fsx.FS{Name: "tmpfs"}) {
+	if l.FS != (fsx.FS{Name: "tmpfs", NameMax: 255}) {
 		t.Errorf("scan: Lock.FS = %+v, want tmpfs, local", l.FS)
 	}
 }
@@ -243,7 +243,7 @@ func TestFSOfFUSE(t *testing.T) {
 	if err2 != nil {
 		t.Fatalf("FSOf(fuse): %v", err2)
 	}
-	if got != (fsx.FS{Name: "fuse", Remote: true}) {
+	if got != (fsx.FS{Name: "fuse", Remote: true, NameMax: got.NameMax}) {
 		t.Errorf("FSOf(fuse) = %+v, want {Name:fuse Remote:true}", got)
 	}
 
@@ -259,7 +259,7 @@ func TestFSOfFUSE(t *testing.T) {
 	if err2 != nil || pidLock == nil || emptyLock == nil {
 		t.Fatalf("ReadOne on the FUSE mount = %v, %v, %v", pidLock, emptyLock, err2)
 	}
-	if pidLock.FS != (fsx.FS{Name: "fuse", Remote: true}) || pidLock.Format != scan.FormatPid {
+	if pidLock.FS != (fsx.FS{Name: "fuse", Remote: true, NameMax: pidLock.FS.NameMax}) || pidLock.Format != scan.FormatPid {
 		t.Fatalf("scan: pid.lock = %s with FS %+v, want a pid file on fuse, remote", pidLock.Format, pidLock.FS)
 	}
 	host := kernel.LocalHost()

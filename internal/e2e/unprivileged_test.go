@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -167,5 +168,48 @@ func TestMessagesWithoutRights(t *testing.T) {
 	}
 	if !lcExists(filepath.Join(reg, "gone.lock")) {
 		t.Error("the gone lock vanished")
+	}
+}
+
+// TestDoctorSaysWhatItCouldNotRead: as nobody, over a registry with a
+// subtree only root may read, doctor finds no lock where it could look,
+// but says so in its summary and its JSON ("complete": false, "unread"
+// naming the directory) and exits 2, so that a health check does not pass
+// over a registry it never saw; --allow-partial accepts the partial look.
+func TestDoctorSaysWhatItCouldNotRead(t *testing.T) {
+	cred := asNobody(t, "it runs lockctl as nobody over a subtree only root may read")
+	dir, bin := publicBin(t)
+	reg, secret := filepath.Join(dir, "reg"), filepath.Join(dir, "reg", "secret")
+	for _, d := range []string{reg, secret} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WriteFile(t, filepath.Join(secret, "gone.lock"), []byte(strconv.Itoa(testutil.Gone(t))+"\n"))
+	if err := os.Chmod(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	as := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, code := runAs(t, cmd)
+		return string(out), code
+	}
+	out, code := as("doctor", reg)
+	if code != cli.ExitError || !strings.Contains(out, "no locks found where it could look, but 1 directory was not read, so locks there were not seen ("+secret+")") {
+		t.Errorf("doctor as nobody over an unreadable subtree: exit %d, want 2\n%s", code, out)
+	}
+	if out, code := as("doctor", "--allow-partial", reg); code != 0 {
+		t.Errorf("doctor --allow-partial: exit %d, want 0\n%s", code, out)
+	}
+	cmd := exec.Command(bin, "doctor", "--json", reg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	stdout, err := cmd.Output()
+	var doc struct {
+		Complete bool `json:"complete"`
+		Unread   []struct{ Path, Error string }
+	}
+	if jerr := json.Unmarshal(stdout, &doc); jerr != nil || doc.Complete || len(doc.Unread) != 1 || doc.Unread[0].Path != secret {
+		t.Errorf("doctor --json as nobody (%v): complete %v, unread %+v, want false and %s\n%s", err, doc.Complete, doc.Unread, secret, stdout)
 	}
 }

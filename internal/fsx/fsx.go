@@ -102,6 +102,9 @@ type FS struct {
 	// FUSE, ...), where a pid recorded in a file may belong to another host
 	// and renameat2(RENAME_NOREPLACE) may be missing.
 	Remote bool
+	// NameMax is the longest file name it takes, in bytes (f_namelen: 255
+	// on most, 143 on eCryptfs).
+	NameMax int
 }
 
 // Dir is an open directory: its descriptor, and the path it was opened by,

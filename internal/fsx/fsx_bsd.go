@@ -80,5 +80,5 @@ func fsOf(fd int, path string) (FS, error) {
 	if name == "" {
 		name = fmt.Sprintf("statfs:%d", st.Type)
 	}
-	return FS{Name: name, Remote: !bsdTypes[name]}, nil
+	return FS{Name: name, Remote: !bsdTypes[name], NameMax: nameMax(&st)}, nil
 }

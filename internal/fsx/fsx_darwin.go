@@ -19,3 +19,7 @@ func renameNoReplace(olddirfd int, olddir, old string, newdirfd int, newdir, new
 	}
 	return pathErr("rename", olddir, old, err)
 }
+
+// nameMax is 255 on macOS, whose statfs does not say (APFS and HFS+ take
+// 255 bytes of UTF-8).
+func nameMax(*unix.Statfs_t) int { return 255 }

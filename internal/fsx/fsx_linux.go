@@ -173,10 +173,12 @@ func fsOf(fd int, path string) (FS, error) {
 	}
 	// f_type is signed on some architectures: the magic is its low 32 bits.
 	t := uint32(st.Type)
-	if f, ok := fsTypes[t]; ok {
-		return f, nil
+	f, ok := fsTypes[t]
+	if !ok {
+		// A type lockctl does not know may be shared with other hosts: the
+		// cautious side is remote.
+		f = FS{Name: fmt.Sprintf("0x%x", t), Remote: true}
 	}
-	// A type lockctl does not know may be shared with other hosts: the
-	// cautious side is remote.
-	return FS{Name: fmt.Sprintf("0x%x", t), Remote: true}, nil
+	f.NameMax = int(st.Namelen)
+	return f, nil
 }

@@ -356,7 +356,7 @@ func fsOf(fd int, path string) (FS, error) {
 	if _, err := pathOf(fd); err != nil {
 		return FS{}, pathErr("statfs", path, "", err)
 	}
-	return FS{Name: "unknown", Remote: true}, nil
+	return FS{Name: "unknown", Remote: true, NameMax: 255}, nil
 }
 
 func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, error) {
