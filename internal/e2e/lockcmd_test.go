@@ -61,7 +61,7 @@ func lcBinary(t *testing.T) string {
 			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
 		lcBin = filepath.Join(dir, "lockctl")
-		out, err := exec.Command(goTool, "build", "-o", lcBin, "github.com/lockctl/lockctl").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", "lockctl_testhooks", "-o", lcBin, "github.com/lockctl/lockctl").CombinedOutput()
 		if err != nil {
 			lcBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
