@@ -502,7 +502,9 @@ func TestRunExitStatus(t *testing.T) {
 // CMD, which can clean up; lockctl exits with CMD's status and releases.
 func TestRunForwardsSignals(t *testing.T) {
 	r := lcNewReaper(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+	// SIGQUIT too: lockctl passes it on and releases the lock once CMD has
+	// exited, with no goroutine dump of its own.
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 		name := strings.TrimPrefix(unix.SignalName(sig), "SIG")
 		t.Run(name, func(t *testing.T) {
 			dir, aux := t.TempDir(), t.TempDir()
@@ -515,6 +517,9 @@ func TestRunForwardsSignals(t *testing.T) {
 			}
 			if code := p.wait(10 * time.Second); code != 3 {
 				t.Errorf("lockctl run: exit %d after %s, want CMD's 3\n%s", code, name, p.errText())
+			}
+			if strings.Contains(p.errText(), "goroutine") {
+				t.Errorf("lockctl run wrote a goroutine dump after %s:\n%s", name, p.errText())
 			}
 			if got := lcReadOr(marker); got != "got-"+name+"\n" {
 				t.Errorf("CMD's trap wrote %q, want %q: the signal was not forwarded", got, "got-"+name+"\n")
