@@ -190,6 +190,9 @@ func holderPid(c *cli.Context) (int, error) {
 		if p == 1 {
 			return 0, usageErr("--holder-pid 1: pid 1 never exits, so the lock would be held for ever")
 		}
+		if p == os.Getpid() {
+			return 0, usageErr("--holder-pid %d is this lockctl, which exits as soon as it is done: the lock would read gone at once; pass the process that runs the critical section (--holder-pid $$ from a shell)", p)
+		}
 		return p, nil
 	}
 	p, via := os.Getppid(), []string(nil)
