@@ -97,6 +97,8 @@ type Lock struct {
 	Vim *Vim
 	// Err is set when the lock could not be read at all.
 	Err error
+	// empty says a lock directory was empty when read (readDir).
+	empty bool
 }
 
 // Record is one holder record as read from disk: where it is, the file it

@@ -171,7 +171,7 @@ func (w *Walker) named(d fsx.Dir, name string) (*Lock, error) {
 	dfs := &dirFS{dir: d}
 	switch {
 	case found:
-		return w.read(d, name, sides, dfs), nil
+		return w.read(d, name, sides, dfs, nil), nil
 	case len(sides) > 0:
 		return w.orphan(d, name, sides, dfs), nil
 	}
@@ -193,6 +193,20 @@ func listSides(d fsx.Dir, name string) (sides []side, found bool, err error) {
 		}
 	})
 	return sides, found, err
+}
+
+// sidesIn lists d for the side files of every lock w matches, by lock.
+func (w *Walker) sidesIn(d fsx.Dir) (map[string][]side, error) {
+	sides := map[string][]side{}
+	err := d.Each(func(n string, _ fs.FileMode) {
+		if s, ok := w.Match.side(n); ok {
+			s.name = strings.Clone(s.name)
+			s.base = s.name[:len(s.base)]
+			s.rest = s.name[len(s.name)-len(s.rest):]
+			sides[s.base] = append(sides[s.base], s)
+		}
+	})
+	return sides, err
 }
 
 func sidesOf(d fsx.Dir, name string) ([]side, error) {
@@ -294,11 +308,29 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 		w.warn(unread(d.Path(), err)) // keep what was listed before the error
 	}
 	dfs := &dirFS{dir: d}
+	var batch []*Lock // lock directories with nothing inside
 	for _, name := range locks {
-		if l := w.read(d, name, sides[name], dfs); l != nil {
+		if l := w.read(d, name, sides[name], dfs, &batch); l != nil {
 			w.found(l)
 		}
-		delete(sides, name)
+		if len(batch) == 0 || batch[len(batch)-1].Name != name {
+			delete(sides, name)
+		}
+	}
+	if len(batch) > 0 {
+		// One more listing of d, after every one of them was read, serves
+		// them all (readDirBeside): not one listing per lock.
+		fresh, err := w.sidesIn(d)
+		for _, l := range batch {
+			s := sides[l.Name]
+			if err == nil {
+				s = fresh[l.Name]
+			}
+			delete(sides, l.Name)
+			if l := w.finish(d, l, w.readDirBeside(d, l, s)); l != nil {
+				w.found(l)
+			}
+		}
 	}
 	if len(sides) > 0 {
 		bases := make([]string, 0, len(sides))
@@ -368,7 +400,10 @@ func (w *Walker) descend(d fsx.Dir, name string, depth int, ancestors []devIno) 
 
 // read reads the lock name in the directory d, with its side files.
 // It returns nil if the lock vanished and left nothing behind.
-func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS) *Lock {
+//
+// With batch not nil, a lock directory with no record inside is not
+// finished but added to batch (readDir), and nil returned.
+func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[]*Lock) *Lock {
 	l := &Lock{Path: d.Join(name), Dir: d.Path(), Name: name, Format: FormatUnrecognized, FS: dfs.get()}
 	if w.beforeLockRead != nil {
 		w.beforeLockRead(name)
@@ -389,7 +424,19 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS) *Lock {
 	switch {
 	case st.Mode.IsDir():
 		l.Kind = KindDir
-		sides = w.readDir(d, l, sides)
+		var relist bool
+		if sides, relist = w.readDir(d, l, sides); relist {
+			if batch != nil {
+				// Finished by the caller, after one more listing of d
+				// for all such locks in it.
+				*batch = append(*batch, l)
+				return nil
+			}
+			if fresh, err := sidesOf(d, l.Name); err == nil {
+				sides = fresh
+			}
+			sides = w.readDirBeside(d, l, sides)
+		}
 	case st.Mode.IsRegular():
 		l.Kind = KindFile
 		w.readFile(d, l)
@@ -399,7 +446,13 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS) *Lock {
 	default:
 		l.Kind = KindOther
 	}
-	if w.Match.OnlyIfKnown(name) && l.Producer == "" && l.KernelLock == "" {
+	return w.finish(d, l, sides)
+}
+
+// finish reads the side files of the lock l, read from d, and returns it,
+// or nil when it is not to be reported.
+func (w *Walker) finish(d fsx.Dir, l *Lock, sides []side) *Lock {
+	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" {
 		return nil // by a producer's name, but not that producer's
 	}
 	w.readSides(d, l, sides)
@@ -458,37 +511,46 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 // readDir reads a directory lock: generation B records and evidence inside,
 // or the generation A holder beside it. It returns the side files it did
 // not consume.
-func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) []side {
+//
+// A directory with no record inside needs the parent listed again after
+// it was read (relist): then it returns relist true, and the caller lists
+// the parent once for all such locks of it and calls readDirBeside.
+func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist bool) {
 	in, err := d.OpenDir(l.Name)
 	if err != nil {
 		l.Err = err
-		return sides
+		return sides, false
 	}
 	defer in.Close()
 	ents, err := in.List()
 	if err != nil {
 		l.Err = err
-		return sides
+		return sides, false
 	}
 	lockctl := readInside(in, l, ents)
 	switch {
 	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
 		l.Format = FormatLockctl
-		return sides
+		return sides, false
 	case len(l.Holders) > 0:
 		l.Format = FormatRegistryB
-		return sides
+		return sides, false
 	case len(l.Writers) > 0 || len(l.Pending) > 0:
 		l.Format = FormatRegistryB
-		return sides
+		return sides, false
 	}
-	// Nothing inside. The parent was listed before this directory was read,
-	// and a record claimed out of it in between (a release or break under
-	// way) is a side file that listing missed. List them again, now: read
-	// in this order, a record is always seen in one place or the other.
-	if fresh, err := sidesOf(d, l.Name); err == nil {
-		sides = fresh
-	}
+	l.empty = len(ents) == 0
+	return sides, true
+}
+
+// readDirBeside finishes reading a lock directory with no record inside,
+// from sides, the side files of a listing of its parent made after the
+// directory itself was read. The parent was first listed before this
+// directory was read, and a record claimed out of it in between (a release
+// or break under way) is a side file that listing missed: read in this
+// order, a record is always seen in one place or the other. It returns the
+// side files it did not consume.
+func (w *Walker) readDirBeside(d fsx.Dir, l *Lock, sides []side) []side {
 	// Generation A: the holder record is the sibling <lock>.holder.
 	for i, s := range sides {
 		if s.kind == ClaimHolder {
@@ -501,7 +563,7 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) []side {
 			return append(sides[:i:i], sides[i+1:]...)
 		}
 	}
-	if len(ents) == 0 {
+	if l.empty {
 		l.Format = FormatEmpty
 		if base, ok := strings.CutSuffix(l.Name, ".lock"); ok && base != "" {
 			// npm's proper-lockfile locks <file> by mkdir <file>.lock, and
