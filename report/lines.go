@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"time"
@@ -16,10 +17,14 @@ import (
 // counts, so memory does not grow with the number of locks. It is not safe
 // for concurrent use.
 type LineWriter struct {
-	w     io.Writer
-	now   time.Time
-	tally *Tally
-	err   error
+	// w buffers the lines: one write per lock was a system call per lock.
+	// It is flushed when full, a second after the last flush, and at the
+	// summary, so a reader following the stream lags by at most a second.
+	w       *bufio.Writer
+	flushed time.Time
+	now     time.Time
+	tally   *Tally
+	err     error
 	// Only is as Report.Only.
 	Only map[verdict.Verdict]bool
 }
@@ -27,7 +32,7 @@ type LineWriter struct {
 // NewLineWriter returns a LineWriter writing to w. fail is the fail set, for
 // NeedsAttention; fixing says whether actions are reported.
 func NewLineWriter(w io.Writer, now time.Time, fail map[verdict.Verdict]bool, fixing bool) *LineWriter {
-	return &LineWriter{w: w, now: now, tally: NewTally(fail, fixing)}
+	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10), flushed: time.Now(), now: now, tally: NewTally(fail, fixing)}
 }
 
 type lineLock struct {
@@ -56,6 +61,9 @@ func (lw *LineWriter) write(v any) {
 	if err == nil {
 		_, err = lw.w.Write(append(b, '\n'))
 	}
+	if t := time.Now(); err == nil && t.Sub(lw.flushed) > time.Second {
+		err, lw.flushed = lw.w.Flush(), t
+	}
 	lw.err = err
 }
 
@@ -74,6 +82,9 @@ func (lw *LineWriter) Summary(host verdict.Host, res Result) error {
 		Unread   []Unread                `json:"unread"`
 	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions,
 		append([]string{}, res.Errors...), len(res.Unread) == 0, append([]Unread{}, res.Unread...)})
+	if lw.err == nil {
+		lw.err = lw.w.Flush()
+	}
 	return lw.err
 }
 
