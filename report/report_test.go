@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -42,5 +43,56 @@ func TestJSONPathShellForInvalidUTF8(t *testing.T) {
 	}
 	if string(out) != name {
 		t.Errorf("path_shell %q reads back as %q, want %q", doc.Locks[0].PathShell, out, name)
+	}
+}
+
+// TestWriteJSONStreamsTheSameBytes: the JSON document, written a lock at a
+// time, is byte for byte encoding/json's indented form of the whole
+// document, with no locks, one, or several (with --fix outcomes, --only,
+// errors and unread directories).
+func TestWriteJSONStreamsTheSameBytes(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)
+	mk := func(p string, v verdict.Verdict) verdict.Result {
+		return verdict.Result{Lock: &scan.Lock{Path: p, Kind: scan.KindFile, Format: scan.FormatPid}, Verdict: v, Reason: "because <&>",
+			Holder: &scan.Holder{Pid: 42, PidText: "42"}, Notes: []string{"a", "b"}, Modified: now.Add(-time.Hour)}
+	}
+	a, b, c := mk("/r/a.lock", verdict.Gone), mk("/r/b\xff.lock", verdict.Live), mk("/r/c.lock", verdict.Ownerless)
+	reports := map[string]*Report{
+		"none":    {Host: verdict.Host{Name: "h"}, Now: now},
+		"one":     {Host: verdict.Host{Name: "h"}, Now: now, Results: []verdict.Result{a}},
+		"several": {Host: verdict.Host{Name: "h", BootID: "b"}, Now: now, Results: []verdict.Result{a, b, c}, Errors: []string{"e"}, Unread: []Unread{{Path: "/r/x", Error: "denied"}}},
+		"fix":     {Now: now, Results: []verdict.Result{a, c}, Outcomes: map[*scan.Lock]fix.Outcome{a.Lock: {Action: fix.Removed, Reason: "gone"}}},
+		"only":    {Now: now, Results: []verdict.Result{a, b, c}, Only: map[verdict.Verdict]bool{verdict.Live: true}},
+	}
+	for name, r := range reports {
+		var got bytes.Buffer
+		if err := WriteJSON(&got, r); err != nil {
+			t.Fatal(err)
+		}
+		// The document as a whole, as encoding/json writes it.
+		doc := jsonDoc{Version: Version, Host: r.Host.Name, BootID: r.Host.BootID, Time: r.Now.UTC().Format(time.RFC3339),
+			Locks: []jsonLock{}, Counts: r.Counts(), Errors: append([]string{}, r.Errors...), Complete: len(r.Unread) == 0, Unread: append([]Unread{}, r.Unread...)}
+		if r.Outcomes != nil {
+			doc.Actions = r.Actions()
+		}
+		for _, res := range r.Results {
+			if !Shows(r.Only, res.Verdict) {
+				continue
+			}
+			j := lockJSON(r.Now, res)
+			if o, ok := r.Outcomes[res.Lock]; ok {
+				j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
+			}
+			doc.Locks = append(doc.Locks, j)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%s: WriteJSON wrote\n%s\nwant\n%s", name, got.String(), want.String())
+		}
 	}
 }
