@@ -11,11 +11,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -85,17 +88,33 @@ func (r *Report) Sort() {
 	rank := map[verdict.Verdict]int{}
 	for i, v := range verdict.All {
 		rank[v] = i
+		if !r.Fail[v] {
+			rank[v] += len(verdict.All) // the fail set first
+		}
 	}
-	sort.SliceStable(r.Results, func(i, j int) bool {
-		a, b := r.Results[i], r.Results[j]
-		if fa, fb := r.Fail[a.Verdict], r.Fail[b.Verdict]; fa != fb {
-			return fa
+	// Sorted by key, then moved once: a comparison that copied two whole
+	// Results and asked two maps was a tenth of doctor's time at 20,000
+	// locks.
+	type key struct {
+		rank int
+		path string
+		at   int
+	}
+	keys := make([]key, len(r.Results))
+	for i := range r.Results {
+		keys[i] = key{rank[r.Results[i].Verdict], r.Results[i].Lock.Path, i}
+	}
+	slices.SortStableFunc(keys, func(a, b key) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
 		}
-		if rank[a.Verdict] != rank[b.Verdict] {
-			return rank[a.Verdict] < rank[b.Verdict]
-		}
-		return a.Lock.Path < b.Lock.Path
+		return strings.Compare(a.path, b.path)
 	})
+	sorted := make([]verdict.Result, len(keys))
+	for i, k := range keys {
+		sorted[i] = r.Results[k.at]
+	}
+	r.Results = sorted
 }
 
 // JSON shapes: see docs/verdicts.md. Field names are part of version 1.
@@ -207,25 +226,53 @@ func WriteJSON(w io.Writer, r *Report) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(head)
 	bw.WriteString("\n  \"locks\": [")
+	var shown []*verdict.Result
+	for i := range r.Results {
+		if Shows(r.Only, r.Results[i].Verdict) {
+			shown = append(shown, &r.Results[i])
+		}
+	}
+	// Encoded a batch at a time, on every CPU (encoding was a quarter of
+	// doctor's time at 20,000 locks), and written in order.
+	workers := runtime.GOMAXPROCS(0)
+	const per = 128
+	enc := make([][]byte, workers*per)
 	n := 0
-	for _, res := range r.Results {
-		if !Shows(r.Only, res.Verdict) {
-			continue
+	for start := 0; start < len(shown); start += len(enc) {
+		batch := shown[start:min(start+len(enc), len(shown))]
+		var wg sync.WaitGroup
+		errs := make([]error, workers)
+		for wk := 0; wk < workers; wk++ {
+			wg.Add(1)
+			go func(wk int) {
+				defer wg.Done()
+				for i := wk; i < len(batch); i += workers {
+					res := batch[i]
+					j := lockJSON(r.Now, *res)
+					if o, ok := r.Outcomes[res.Lock]; ok {
+						j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
+					}
+					b, err := json.MarshalIndent(j, "    ", "  ")
+					if err != nil {
+						errs[wk] = err
+						return
+					}
+					enc[i] = b
+				}
+			}(wk)
 		}
-		j := lockJSON(r.Now, res)
-		if o, ok := r.Outcomes[res.Lock]; ok {
-			j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
-		}
-		b, err := json.MarshalIndent(j, "    ", "  ")
-		if err != nil {
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if n > 0 {
-			bw.WriteByte(',')
+		for i := range batch {
+			if n > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString("\n    ")
+			bw.Write(enc[i])
+			n++
 		}
-		bw.WriteString("\n    ")
-		bw.Write(b)
-		n++
 	}
 	if n > 0 {
 		bw.WriteString("\n  ")
