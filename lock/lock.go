@@ -118,12 +118,42 @@ func probeStart(pid int) (uint64, error) {
 }
 
 // split checks that path can name a lock and splits it into the lock's
-// absolute path, its directory and its name. The directory may be reached
-// through symbolic links (/var/lock -> /run/lock on Debian and Fedora, or
-// any link the operator made): they are followed here, once, to a
-// directory, and from then on everything is relative to that directory's
-// descriptor and follows nothing.
+// absolute path, its directory and its name, the directory resolved
+// (resolveDir).
 func split(path string) (abs, dir, name string, err error) {
+	abs, dir, name, err = splitName(path)
+	if err != nil {
+		return "", "", "", err
+	}
+	if dir, err = resolveDir(path, dir); err != nil {
+		return "", "", "", err
+	}
+	return filepath.Join(dir, name), dir, name, nil
+}
+
+// openLockDir opens the directory of the lock path, resolved as split
+// does, and returns it with the lock's absolute path and name. It opens the
+// directory as given first, without following anything: only where that
+// fails does it resolve symbolic links, so the common case costs one open.
+func openLockDir(path string) (d fsx.Dir, abs, name string, err error) {
+	abs, dir, name, err := splitName(path)
+	if err != nil {
+		return fsx.Dir{}, "", "", err
+	}
+	if d, err = fsx.OpenDir(dir); err == nil {
+		return d, abs, name, nil
+	}
+	if dir, err = resolveDir(path, dir); err != nil {
+		return fsx.Dir{}, "", "", err
+	}
+	abs = filepath.Join(dir, name)
+	d, err = fsx.OpenDir(dir)
+	return d, abs, name, err
+}
+
+// splitName checks that path can name a lock, and splits it into the
+// lock's absolute path, its directory as given, and its name.
+func splitName(path string) (abs, dir, name string, err error) {
 	bad := func(why string, args ...any) (string, string, string, error) {
 		return "", "", "", &BadPathError{Path: path, Why: fmt.Sprintf(why, args...)}
 	}
@@ -139,17 +169,29 @@ func split(path string) (abs, dir, name string, err error) {
 		return "", "", "", err
 	}
 	dir, name = filepath.Split(abs)
+	return abs, filepath.Clean(dir), name, nil
+}
+
+// resolveDir resolves the lock's directory dir (path is the lock's path,
+// as given). It may be reached through symbolic links (/var/lock ->
+// /run/lock on Debian and Fedora, or any link the operator made): they are
+// followed here, once, to a directory, and from then on everything is
+// relative to that directory's descriptor and follows nothing.
+func resolveDir(path, dir string) (string, error) {
+	bad := func(why string, args ...any) (string, error) {
+		return "", &BadPathError{Path: path, Why: fmt.Sprintf(why, args...)}
+	}
 	real, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return bad("is in a directory that does not exist (%s): make it first (mkdir -p -- %s), or name a lock in one that does", filepath.Clean(dir), shellWord(filepath.Clean(dir)))
+		return bad("is in a directory that does not exist (%s): make it first (mkdir -p -- %s), or name a lock in one that does", dir, shellWord(dir))
 	}
 	if err != nil {
-		return "", "", "", fmt.Errorf("the lock's directory %s: %w", filepath.Clean(dir), err)
+		return "", fmt.Errorf("the lock's directory %s: %w", dir, err)
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return bad("is not in a directory: %s is not one", filepath.Clean(dir))
+		return bad("is not in a directory: %s is not one", dir)
 	}
-	return filepath.Join(real, name), real, name, nil
+	return real, nil
 }
 
 // shellWord quotes s for a POSIX shell where it needs it (report.ShellQuote
@@ -230,20 +272,20 @@ func holder(opts Options) (scan.Holder, error) {
 // removes once this process is gone), or a complete lock naming this
 // process, which reads as gone once it has died.
 func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
-	abs, dir, name, err := split(path)
+	d, abs, name, err := openLockDir(path)
 	if err != nil {
-		return nil, err
+		var bad *BadPathError
+		if errors.As(err, &bad) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
+	defer d.Close()
 	h, err := holder(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: encode(h), hook: opts.Hook, waiting: opts.Waiting}
-	d, err := fsx.OpenDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
-	}
-	defer d.Close()
+	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, waiting: opts.Waiting}
 	if err := roomForSides(d, path, name); err != nil {
 		return nil, err
 	}
@@ -260,7 +302,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			// Not the build's own name, which means nothing to an
 			// operator: the directory, and why.
-			return nil, fmt.Errorf("cannot acquire %s: cannot make a lock in %s (%w): run as a user who may write there, or use a registry this user owns", abs, dir, errors.Unwrap(err))
+			return nil, fmt.Errorf("cannot acquire %s: cannot make a lock in %s (%w): run as a user who may write there, or use a registry this user owns", abs, d.Path(), errors.Unwrap(err))
 		}
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
