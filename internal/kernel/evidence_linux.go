@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/verdict"
@@ -237,14 +240,73 @@ func (k *KernelEvidence) gather() {
 		k.complete = false
 		return
 	}
+	var pids []int
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != self {
+			pids = append(pids, pid)
+		}
+	}
+	// Every process's descriptors, on every CPU: with thousands of
+	// processes this look was most of a doctor run (issue 19). Each worker
+	// indexes its own share; the shares are merged, in pid order, after.
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(pids)/64))
+	scans := make([]fdScan, workers)
+	unseen := make([][]int, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range scans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &scans[w]
+			s.open = map[devIno][]int{}
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(pids) {
+					return
+				}
+				if !s.scanFds(pids[i]) {
+					unseen[w] = append(unseen[w], pids[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range scans {
+		for key, ps := range s.open {
+			k.open[key] = append(k.open[key], ps...)
+		}
+	}
+	if workers > 1 {
+		for _, ps := range k.open {
+			slices.Sort(ps)
+		}
+	}
+	for _, u := range unseen {
+		k.unseen = append(k.unseen, u...)
+	}
+	slices.Sort(k.unseen)
+}
+
+// fdScan indexes which processes have which files open: one worker's
+// share of the look at every process's descriptors.
+type fdScan struct {
+	open map[devIno][]int
+}
+
+// openProcDir opens a /proc directory of descriptors without os.Open's
+// attempt to add it to the poller (a wasted system call for every
+// process).
+func openProcDir(dir string) (*os.File, error) {
+	for {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		switch err {
+		case nil:
+			return os.NewFile(uintptr(fd), dir), nil
+		case unix.EINTR:
 			continue
 		}
-		if !k.scanFds(pid) {
-			k.unseen = append(k.unseen, pid)
-		}
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 }
 
@@ -341,9 +403,9 @@ const initialPidNS = "pid:[4026531836]"
 
 // scanFds indexes the files pid has open. It returns false when they
 // could not be seen (not for a process that has simply exited).
-func (k *KernelEvidence) scanFds(pid int) bool {
+func (k *fdScan) scanFds(pid int) bool {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	f, err := os.Open(dir)
+	f, err := openProcDir(dir)
 	if err != nil {
 		// Exited (or exiting) while being read: it holds nothing. Any
 		// other refusal leaves it unseen.
@@ -375,7 +437,7 @@ func (k *KernelEvidence) scanFds(pid int) bool {
 // full, and is tried a few times (the process may also be exiting) before
 // the look is called incomplete. It returns false when the files could not
 // be seen.
-func (k *KernelEvidence) scanLeaderless(pid int) bool {
+func (k *fdScan) scanLeaderless(pid int) bool {
 	for attempt := 0; ; attempt++ {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
@@ -404,7 +466,7 @@ func (k *KernelEvidence) scanLeaderless(pid int) bool {
 // scanTaskFds indexes the files pid's threads have open, through
 // /proc/<pid>/task/<tid>/fd. seen says whether some thread's were read in
 // full; ok is false when something could not be read.
-func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
+func (k *fdScan) scanTaskFds(pid int) (ok, seen bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tids, err := os.ReadDir(dir)
 	if err != nil {
@@ -414,7 +476,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
 		if t.Name() == strconv.Itoa(pid) {
 			continue
 		}
-		f, err := os.Open(dir + "/" + t.Name() + "/fd")
+		f, err := openProcDir(dir + "/" + t.Name() + "/fd")
 		if err != nil {
 			if !os.IsNotExist(err) {
 				return false, seen
@@ -440,7 +502,7 @@ func (k *KernelEvidence) scanTaskFds(pid int) (ok, seen bool) {
 // index records pid as holding each file open in the fd directory f, whose
 // entries are names. It counts the descriptors it followed, and those it
 // could not follow for any reason but their having been closed since.
-func (k *KernelEvidence) index(pid int, f *os.File, names []string) (count, unseen int) {
+func (k *fdScan) index(pid int, f *os.File, names []string) (count, unseen int) {
 	fd := int(f.Fd())
 	for _, n := range names {
 		var st unix.Statx_t
