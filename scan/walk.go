@@ -502,8 +502,11 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	case l.Format == FormatKernel:
 		l.KernelLock = "lockctl"
 	case l.Format == FormatEmpty:
-		l.KernelLock = KnownKernelLock(l.Path)
-		l.Producer = l.KernelLock // dpkg, apt, firefox
+		// dpkg, apt, firefox. Not otherwise: an empty git lock file keeps
+		// the producer recognise gave it.
+		if k := KnownKernelLock(l.Path); k != "" {
+			l.KernelLock, l.Producer = k, k
+		}
 	}
 	l.Holders = []Record{r}
 }

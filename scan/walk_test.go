@@ -1334,3 +1334,23 @@ func TestWalkKnownKernelLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkEmptyGitLock: git's lock files are empty while git works under
+// them (a commit in its editor), and an empty file is also what a kernel
+// lock leaves: the empty index.lock must stay git's, judged by git's rule
+// (a git process working in the repository holds it), not become a plain
+// owner-less file.
+func TestWalkEmptyGitLock(t *testing.T) {
+	reg := tempDir(t)
+	git := filepath.Join(reg, "repo", ".git")
+	mkdir(t, filepath.Join(reg, "repo"))
+	mkdir(t, git)
+	mkdir(t, filepath.Join(git, "objects"))
+	writeFile(t, filepath.Join(git, "HEAD"), "ref: refs/heads/main\n")
+	writeFile(t, filepath.Join(git, "index.lock"), "")
+	got := byPath(t, walk(t, reg, nil).locks, reg)
+	l := got[filepath.Join(git, "index.lock")]
+	if l == nil || l.Producer != scan.ProducerGit || l.Repo == nil || l.KernelLock != "" {
+		t.Fatalf("empty .git/index.lock: %+v, want git's, with its repository, and no kernel lock", l)
+	}
+}
