@@ -5,8 +5,6 @@ package lock
 import (
 	"errors"
 	"os"
-
-	"github.com/lockctl/lockctl/internal/fsx"
 )
 
 var errBusy = errors.New("held by another process")
@@ -16,6 +14,3 @@ var errNoKernelLocks = errors.New("kernel locks (flock) are not supported on thi
 func tryFlock(f *os.File) error { return errNoKernelLocks }
 
 func tryRecordLock(f *os.File) error { return errNoKernelLocks }
-
-// releaseWatch has no kernel lock to wait on here: the caller polls.
-func releaseWatch(fsx.Dir, string) <-chan struct{} { return nil }

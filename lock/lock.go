@@ -380,10 +380,11 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	var last verdict.Result
 	var notBroken string // why the last sweep of a gone lock kept it
 	tell := waitTeller(l.waiting)
-	// watch fires when the holder's kernel lock on the lock directory (of
-	// inode watchIno) is dropped: its release or its death.
-	var watch <-chan struct{}
+	// w fires when the lock directory of inode watchIno is removed or
+	// moved away: a release, or a break.
+	var w *watch
 	var watchIno uint64
+	defer func() { w.Close() }()
 	for quick := 0; ; {
 		// Publish: the rename succeeds only if nothing, not even an empty
 		// directory, stands at the lock's name.
@@ -446,27 +447,24 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			}
 			last = res
 			tell(whoHolds(res))
-			if watch == nil || cur.Info.Ino != watchIno {
-				watch, watchIno = releaseWatch(d, name), cur.Info.Ino
+			if cur.Kind == scan.KindDir && (w == nil || cur.Info.Ino != watchIno) {
+				w.Close()
+				w, watchIno = releaseWatch(d.Join(name)), cur.Info.Ino
 			}
 		}
 		quick = 0
-		poll := wait/2 + rand.N(wait)
-		if watch != nil {
-			// The release wakes this wait; the poll only looks again now
-			// and then for what the kernel lock does not tell.
-			poll = 250 * time.Millisecond
-		}
 		select {
 		case <-ctx.Done():
 			if last.Verdict == verdict.Gone && notBroken != "" {
 				return false, &GoneError{Path: abs, Reason: last.Reason, Why: notBroken, Err: ctx.Err()}
 			}
 			return false, waitError(abs, last, ctx.Err())
-		case <-watch:
-			watch, watchIno = nil, 0
+		case <-w.fired():
+			// Released or broken: try again now.
+			w.Close()
+			w, watchIno = nil, 0
 			continue
-		case <-time.After(poll):
+		case <-time.After(wait/2 + rand.N(wait)):
 		}
 		wait = min(wait*2, 50*time.Millisecond)
 	}
