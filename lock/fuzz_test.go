@@ -30,7 +30,9 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("split(%q) accepted a path that names a directory", path)
 		case name == "" || name == "." || name == ".." || strings.ContainsRune(name, filepath.Separator):
 			t.Fatalf("split(%q) = name %q, want one component", path, name)
-		case !filepath.IsAbs(dir) || abs != filepath.Join(dir, name):
+		case name != filepath.Base(path):
+			t.Fatalf("split(%q) = name %q, want the path's own last component", path, name)
+		case !filepath.IsAbs(dir) || filepath.Dir(abs) != dir || filepath.Base(abs) != name:
 			t.Fatalf("split(%q) = %q in %q as %q", path, name, dir, abs)
 		}
 	})

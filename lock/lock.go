@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,16 +95,24 @@ func (l *Lock) File() *os.File { return l.kernel }
 // not change under a running process.
 var localHost = sync.OnceValue(kernel.LocalHost)
 
-// selfStart is this process's own start time, read once: it cannot change
-// while the process runs, and reading it was a fifth of an Acquire's cost.
-var selfStart = sync.OnceValues(func() (uint64, error) { return probeStart(os.Getpid()) })
+// selfStart is this process's own start time once it has been read: it
+// cannot change while the process runs, and reading it was a fifth of an
+// Acquire's cost. A failure to read it is not kept.
+var selfStart atomic.Uint64
 
 // startOf returns the start time of a running pid, the fence of the record.
 func startOf(pid int) (uint64, error) {
-	if pid == os.Getpid() {
-		return selfStart()
+	if pid != os.Getpid() {
+		return probeStart(pid)
 	}
-	return probeStart(pid)
+	if s := selfStart.Load(); s != 0 {
+		return s, nil
+	}
+	s, err := probeStart(pid)
+	if err == nil {
+		selfStart.Store(s)
+	}
+	return s, err
 }
 
 func probeStart(pid int) (uint64, error) {
@@ -143,11 +152,12 @@ func openLockDir(path string) (d fsx.Dir, abs, name string, err error) {
 	if d, err = fsx.OpenDir(dir); err == nil {
 		return d, abs, name, nil
 	}
-	if dir, err = resolveDir(path, dir); err != nil {
-		return fsx.Dir{}, "", "", err
+	real, err := resolveDir(path, dir)
+	if err != nil {
+		return fsx.Dir{}, abs, name, err
 	}
-	abs = filepath.Join(dir, name)
-	d, err = fsx.OpenDir(dir)
+	abs = filepath.Join(real, name)
+	d, err = fsx.OpenDir(real)
 	return d, abs, name, err
 }
 

@@ -18,10 +18,12 @@ import (
 // for concurrent use.
 type LineWriter struct {
 	// w buffers the lines: one write per lock was a system call per lock.
-	// It is flushed when full, a second after the last flush, and at the
-	// summary, so a reader following the stream lags by at most a second.
+	// It is flushed when full, at the first line written a second or more
+	// after the last flush, at the summary, and under --fix after every
+	// line.
 	w       *bufio.Writer
 	flushed time.Time
+	fixing  bool
 	now     time.Time
 	tally   *Tally
 	err     error
@@ -32,7 +34,7 @@ type LineWriter struct {
 // NewLineWriter returns a LineWriter writing to w. fail is the fail set, for
 // NeedsAttention; fixing says whether actions are reported.
 func NewLineWriter(w io.Writer, now time.Time, fail map[verdict.Verdict]bool, fixing bool) *LineWriter {
-	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10), flushed: time.Now(), now: now, tally: NewTally(fail, fixing)}
+	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10), flushed: time.Now(), fixing: fixing, now: now, tally: NewTally(fail, fixing)}
 }
 
 type lineLock struct {
@@ -61,7 +63,10 @@ func (lw *LineWriter) write(v any) {
 	if err == nil {
 		_, err = lw.w.Write(append(b, '\n'))
 	}
-	if t := time.Now(); err == nil && t.Sub(lw.flushed) > time.Second {
+	if t := time.Now(); err == nil && (lw.fixing || t.Sub(lw.flushed) > time.Second) {
+		// Under --fix every line goes out at once: a line saying a lock
+		// was removed must not be lost with a buffer when lockctl is
+		// interrupted.
 		err, lw.flushed = lw.w.Flush(), t
 	}
 	lw.err = err

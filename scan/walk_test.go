@@ -1354,3 +1354,46 @@ func TestWalkEmptyGitLock(t *testing.T) {
 		t.Fatalf("empty .git/index.lock: %+v, want git's, with its repository, and no kernel lock", l)
 	}
 }
+
+// TestWalkSeesRecordsClaimedMidWalkInOneDirectory: several lock
+// directories in one directory, each released (its record moved out beside
+// it) between the listing of the directory and the reading of that lock:
+// every record is seen, as release staging. The one listing again that
+// serves them all must come after the last of them was read.
+func TestWalkSeesRecordsClaimedMidWalkInOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	tok := "42." + strings.Repeat("ab", 16) + ".1"
+	rec := "token " + tok + "\npid 42\ncommand c\nhost h\n"
+	names := []string{"a.lock", "b.lock", "c.lock"}
+	for _, n := range names {
+		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n, "holder."+tok), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _ := scan.NewMatcher(nil)
+	var got []*scan.Lock
+	w := &scan.Walker{Match: m, Found: func(l *scan.Lock) { got = append(got, l) }}
+	scan.SetBeforeLockRead(w, func(name string) {
+		if err := os.Rename(filepath.Join(dir, name, "holder."+tok), filepath.Join(dir, name+".rel."+tok)); err != nil {
+			t.Error(err)
+		}
+	})
+	r, err := scan.ResolveRoot(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Walk(r); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(names) {
+		t.Fatalf("Walk found %d locks, want %d", len(got), len(names))
+	}
+	for _, l := range got {
+		if len(l.Holders) != 0 || len(l.Claims) != 1 || l.Claims[0].Kind != scan.ClaimRelease {
+			t.Errorf("%s: %d holders, claims %+v; want the record seen as release staging", l.Name, len(l.Holders), l.Claims)
+		}
+	}
+}

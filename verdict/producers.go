@@ -123,6 +123,12 @@ func (j *Judge) producerGone(r Result) Result {
 // lock and isLockStale).
 const ProperLockfileFresh = 10 * time.Second
 
+// ProperLockfileAhead is how far ahead of this clock a proper-lockfile
+// mtime may be and still read as just refreshed: it rounds the time it
+// sets up to the next second on file systems that keep only seconds
+// (lib/mtime-precision.js).
+const ProperLockfileAhead = 2 * time.Second
+
 // properLockfile judges npm's proper-lockfile lock, an empty <file>.lock
 // directory that names no holder. Its holder proves itself alive by
 // refreshing the directory's mtime: a recent mtime (or one ahead of this
@@ -133,6 +139,13 @@ const ProperLockfileFresh = 10 * time.Second
 func properLockfile(r Result) Result {
 	age := time.Since(r.Lock.Info.Mtime)
 	what := "an npm proper-lockfile lock (an empty directory beside the file it locks, no holder recorded)"
+	if age < -ProperLockfileAhead {
+		// Not a rounding: a clock that moved, or a hand-set mtime. It says
+		// nothing of when the holder last refreshed it.
+		r = r.set(judged{v: Ownerless, reason: fmt.Sprintf("%s, its mtime %s ahead of this clock, so when it was last refreshed cannot be told", what, ageText(-age))})
+		r.ownerlessRemedy()
+		return r
+	}
 	if age < ProperLockfileFresh {
 		return r.set(judged{v: Live, reason: fmt.Sprintf("%s, refreshed %s ago: its holder refreshes it every few seconds while it runs (proper-lockfile takes it for stale only after %s)", what, ageText(age), ProperLockfileFresh)})
 	}

@@ -472,7 +472,7 @@ func TestJudgeLive(t *testing.T) {
 // little ahead of this clock (proper-lockfile rounds it up to the second),
 // is a live holder, with nothing to remove.
 func TestProperLockfileRefreshed(t *testing.T) {
-	for _, d := range []time.Duration{-900 * time.Millisecond, 0, 3 * time.Second, ProperLockfileFresh - time.Second} {
+	for _, d := range []time.Duration{-ProperLockfileAhead + 100*time.Millisecond, -900 * time.Millisecond, 0, 3 * time.Second, ProperLockfileFresh - time.Second} {
 		l := with(emptyDir(), func(l *scan.Lock) {
 			l.Producer = scan.ProducerProperLockfile
 			l.Info.Mtime = time.Now().Add(-d)
@@ -653,6 +653,13 @@ func TestJudgeOwnerless(t *testing.T) {
 			name: "empty-dir",
 			lock: emptyDir(),
 			want: Ownerless, reason: "the lock directory is empty",
+			remove: steps(rmdir(lockPath)),
+		},
+		{
+			// An mtime far ahead of the clock tells nothing of a refresh.
+			name: "proper-lockfile-ahead",
+			lock: with(emptyDir(), func(l *scan.Lock) { l.Producer = scan.ProducerProperLockfile; l.Info.Mtime = time.Now().Add(time.Hour) }),
+			want: Ownerless, reason: "ahead of this clock",
 			remove: steps(rmdir(lockPath)),
 		},
 		{

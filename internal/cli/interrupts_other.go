@@ -6,3 +6,6 @@ import "os"
 
 // interrupts are the signals that end a doctor run at a terminal.
 var interrupts = []os.Signal{os.Interrupt}
+
+// signalNumber is 2, SIGINT's number, for the exit status.
+func signalNumber(os.Signal) int { return 2 }

@@ -9,3 +9,11 @@ import (
 
 // interrupts are the signals that end a doctor run at a terminal.
 var interrupts = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// signalNumber is s's number, for the exit status a shell gives a death by it.
+func signalNumber(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return int(n)
+	}
+	return 2
+}

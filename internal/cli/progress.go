@@ -40,7 +40,11 @@ func startProgress(stderr io.Writer, want bool, entries, found, judged *atomic.I
 		// Once the line is drawn, an interrupt must not leave it on the
 		// terminal: erase it, then die of the signal as before.
 		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, interrupts...)
+		for _, s := range interrupts {
+			if !signal.Ignored(s) { // nohup, or a background job: stays ignored
+				signal.Notify(sig, s)
+			}
+		}
 		defer signal.Stop(sig)
 		for {
 			fmt.Fprintf(stderr, "\rlockctl: %d entries walked, %d locks found, %d judged\x1b[K", entries.Load(), found.Load(), judged.Load())
@@ -66,5 +70,5 @@ func reraise(s os.Signal) {
 	if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(s) == nil {
 		time.Sleep(time.Second)
 	}
-	os.Exit(130)
+	os.Exit(128 + signalNumber(s))
 }
