@@ -224,6 +224,15 @@ func (r *Report) Streams() bool { return false }
 
 // Lock implements Sink, collecting res and its outcome.
 func (r *Report) Lock(res verdict.Result, o *fix.Outcome) {
+	// The record bytes bound a removal to what was judged; judged and
+	// acted on, the report needs them no more, and holding them for every
+	// lock until the walk ends is a tenth of its memory.
+	for i := range res.Lock.Holders {
+		res.Lock.Holders[i].Raw = nil
+	}
+	for i := range res.Lock.Claims {
+		res.Lock.Claims[i].Record.Raw = nil
+	}
 	r.Results = append(r.Results, res)
 	if o != nil {
 		if r.Outcomes == nil {

@@ -110,11 +110,25 @@ func (r *Report) Sort() {
 		}
 		return strings.Compare(a.path, b.path)
 	})
-	sorted := make([]verdict.Result, len(keys))
-	for i, k := range keys {
-		sorted[i] = r.Results[k.at]
+	// In place, cycle by cycle: a sorted copy would hold every Result
+	// twice at the moment the report's memory peaks.
+	for i := range keys {
+		if keys[i].at < 0 {
+			continue
+		}
+		hold := r.Results[i]
+		j := i
+		for {
+			k := keys[j].at
+			keys[j].at = -1
+			if k == i {
+				r.Results[j] = hold
+				break
+			}
+			r.Results[j] = r.Results[k]
+			j = k
+		}
 	}
-	r.Results = sorted
 }
 
 // JSON shapes: see docs/verdicts.md. Field names are part of version 1.

@@ -3,7 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +96,45 @@ func TestWriteJSONStreamsTheSameBytes(t *testing.T) {
 		}
 		if got.String() != want.String() {
 			t.Errorf("%s: WriteJSON wrote\n%s\nwant\n%s", name, got.String(), want.String())
+		}
+	}
+}
+
+// TestSortOrder: the report's order, sorted in place, is the fail set
+// first, then by verdict, then by path, and stable: for many shuffled
+// results, it is what sorting a copy by those keys gives.
+func TestSortOrder(t *testing.T) {
+	vs := verdict.All
+	fail := map[verdict.Verdict]bool{verdict.Gone: true, verdict.Unknown: true}
+	rank := map[verdict.Verdict]int{}
+	for i, v := range vs {
+		rank[v] = i
+		if !fail[v] {
+			rank[v] += len(vs)
+		}
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		var rs []verdict.Result
+		x := seed
+		for i := 0; i < 300; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			v := vs[(x>>33)%uint64(len(vs))]
+			p := fmt.Sprintf("/r/%03d.lock", (x>>40)%97) // duplicate paths: stability shows
+			rs = append(rs, verdict.Result{Lock: &scan.Lock{Path: p}, Verdict: v, Reason: fmt.Sprint(i)})
+		}
+		want := slices.Clone(rs)
+		slices.SortStableFunc(want, func(a, b verdict.Result) int {
+			if rank[a.Verdict] != rank[b.Verdict] {
+				return rank[a.Verdict] - rank[b.Verdict]
+			}
+			return strings.Compare(a.Lock.Path, b.Lock.Path)
+		})
+		r := &Report{Results: rs, Fail: fail}
+		r.Sort()
+		for i := range want {
+			if r.Results[i].Reason != want[i].Reason {
+				t.Fatalf("seed %d: position %d holds result %s, want %s", seed, i, r.Results[i].Reason, want[i].Reason)
+			}
 		}
 	}
 }
