@@ -780,11 +780,12 @@ func (f *Fixer) Debris(res verdict.Result) int {
 		}
 		name := filepath.Base(s.Path)
 		rest, ok := strings.CutPrefix(name, l.Name+".new.")
+		rest, _ = scan.CutNSSuffix(rest)
 		i := strings.LastIndexByte(rest, '.')
 		if !ok || i < 0 {
 			continue
 		}
-		mine := fmt.Sprintf("%s.new.%s.%d", l.Name, rest[:i], f.Pid)
+		mine := fmt.Sprintf("%s.new.%s.%d%s", l.Name, rest[:i], f.Pid, scan.NSSuffix(f.Judge.Host.PidNS))
 		if err := d.RenameNoReplace(name, d, mine); err != nil {
 			continue // another sweeper took it, or it is gone
 		}

@@ -171,3 +171,33 @@ func TestAcquireBreaksAbandonedReleaseBesideManyBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBuildNameCarriesNamespace: the build Acquire makes beside the lock
+// ends with its maker's pid namespace (scan.NSSuffix), so that a build left
+// by a killed acquirer before its record was written can be judged from
+// another namespace.
+func TestBuildNameCarriesNamespace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.lock")
+	suffix := scan.NSSuffix(localHost().PidNS)
+	if suffix == "" {
+		t.Skip("no pid namespace inode here")
+	}
+	var names []string
+	l, err := Acquire(context.Background(), p, Options{Hook: func(pt Point) {
+		if pt == Built {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	want := fmt.Sprintf(".%d%s", os.Getpid(), suffix)
+	if len(names) != 1 || !strings.HasPrefix(names[0], "x.lock.new.") || !strings.HasSuffix(names[0], want) {
+		t.Errorf("the build beside the lock: %q, want x.lock.new.<token>%s", names, want)
+	}
+}

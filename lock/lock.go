@@ -307,7 +307,10 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 	// the old boot id and reads as gone.
 	// The build names its maker: once this process is gone it is debris,
 	// whoever the record names as holder.
-	tmp := fmt.Sprintf("%s.new.%s.%d", name, h.Token, os.Getpid())
+	// It ends with the maker's pid namespace, as a break claim does: a
+	// build killed before its record was written carries nothing else to
+	// tell a reader in another namespace whose pid it names.
+	tmp := fmt.Sprintf("%s.new.%s.%d%s", name, h.Token, os.Getpid(), scan.NSSuffix(localHost().PidNS))
 	if err := d.Mkdir(tmp, 0o755); err != nil {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			// Not the build's own name, which means nothing to an

@@ -178,6 +178,10 @@ func NSSuffix(pidNS string) string {
 	return ""
 }
 
+// CutNSSuffix takes an NSSuffix off the end of s, returning the namespace
+// it names as a link ("pid:[<inode>]"), or "" if s has none.
+func CutNSSuffix(s string) (string, string) { return cutNS(s) }
+
 // cutNS takes an NSSuffix off the end of rest, returning the namespace it
 // names as a link ("pid:[<inode>]"), or "" if rest has none.
 func cutNS(rest string) (string, string) {
@@ -195,7 +199,7 @@ func cutNS(rest string) (string, string) {
 //	either of those, then .ns<inode>              lockctl, breaking
 //	<lock>.holder.releasing.<pid>               generation A release
 //	<lock>.rel.<token>, <lock>.pub.<token>      generation B
-//	<lock>.new.<token>.<maker pid>              lockctl, building a lock
+//	<lock>.new.<token>.<maker pid>[.ns<inode>]  lockctl, building a lock
 //	<lock>.rel.<token>.<releaser pid>           lockctl release
 func (s side) claimant() (by int64, token string, maker bool) {
 	switch {
@@ -220,15 +224,19 @@ func (s side) claimant() (by int64, token string, maker bool) {
 			return pid, "", true
 		}
 	case s.kind == ClaimRelease || s.kind == ClaimPublish || s.kind == ClaimBuild:
-		if pid, ok := ParseBToken(s.rest); ok {
-			return pid, s.rest, false
+		rest := s.rest
+		if s.kind == ClaimBuild {
+			rest, _ = cutNS(rest) // <lock>.new.<token>.<maker pid>.ns<inode>
+		}
+		if pid, ok := ParseBToken(rest); ok {
+			return pid, rest, false
 		}
 		// lockctl names the process that made it after the token:
 		// <lock>.new.<token>.<maker pid>, <lock>.rel.<token>.<releaser pid>.
-		if i := strings.LastIndexByte(s.rest, '.'); i > 0 && isDigits(s.rest[i+1:]) {
-			if _, ok := ParseBToken(s.rest[:i]); ok {
-				pid, _ := parsePid(s.rest[i+1:])
-				return pid, s.rest[:i], true
+		if i := strings.LastIndexByte(rest, '.'); i > 0 && isDigits(rest[i+1:]) {
+			if _, ok := ParseBToken(rest[:i]); ok {
+				pid, _ := parsePid(rest[i+1:])
+				return pid, rest[:i], true
 			}
 		}
 	}

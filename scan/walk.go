@@ -651,7 +651,7 @@ func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 		if c.Record.Err == nil {
 			c.Record.Holder, c.Record.Err = parseClaimed(c.Record.Raw, tok)
 		}
-		if c.Kind == ClaimBreak {
+		if c.Kind == ClaimBreak || c.Kind == ClaimBuild {
 			_, c.NS = cutNS(s.rest)
 		}
 		if h := c.Record.Holder; c.Maker && h != nil && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && c.Record.Format() == FormatLockctl {

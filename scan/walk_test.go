@@ -1397,3 +1397,29 @@ func TestWalkSeesRecordsClaimedMidWalkInOneDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkBuildNamesItsNamespace: a build killed before its record was
+// written is an empty directory whose name alone says who made it; lockctl
+// ends that name with the maker's pid namespace, as it does a break claim,
+// so that a reader in another namespace never takes the maker's pid for
+// one of its own (a host reader would see pid 14, ksoftirqd, running for
+// ever). Older names, without it, still read.
+func TestWalkBuildNamesItsNamespace(t *testing.T) {
+	reg := tempDir(t)
+	tok := "48." + strings.Repeat("12", 16) + ".1"
+	mkdir(t, filepath.Join(reg, "x.lock.new."+tok+".14.ns4026532000"))
+	mkdir(t, filepath.Join(reg, "y.lock.new."+tok+".15"))
+	got := byPath(t, walk(t, reg, nil).locks, reg)
+	for name, want := range map[string]struct {
+		by int64
+		ns string
+	}{"x.lock": {14, "pid:[4026532000]"}, "y.lock": {15, ""}} {
+		l := got[filepath.Join(reg, name)]
+		if l == nil || len(l.Claims) != 1 {
+			t.Fatalf("%s: %+v, want one build beside it", name, l)
+		}
+		if c := l.Claims[0]; c.Kind != scan.ClaimBuild || !c.Maker || c.By != want.by || c.NS != want.ns {
+			t.Errorf("%s: build by %d (maker %v) of namespace %q, want %d of %q", name, c.By, c.Maker, c.NS, want.by, want.ns)
+		}
+	}
+}
