@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/lockctl/lockctl/fix"
@@ -393,6 +394,9 @@ func runAction(c *cli.Context) error {
 	if err := checkTimeout(c); err != nil {
 		return err
 	}
+	if kind == lock.KindKernel {
+		return runKernel(c, path, cmdArgs)
+	}
 	stderr := c.App.ErrWriter
 	child, g, err := startGated(c, cmdArgs)
 	if err != nil {
@@ -464,6 +468,87 @@ func takeFor(ctx context.Context, k lock.Kind, path string, opts lock.Options) (
 		return lock.AcquireKernel(ctx, path, opts)
 	}
 	return lock.Acquire(ctx, path, opts)
+}
+
+// runKernel is run on a kernel lock. The lock is an open file with a
+// kernel lock on it, and no record names a holder, so CMD needs no gate
+// (startGated): it starts once the lock is taken, inheriting the locked
+// file as fd 3, and it and what it forks go on holding the lock if
+// lockctl is killed. That spares a second start of lockctl (issue 19).
+func runKernel(c *cli.Context, path string, cmdArgs []string) error {
+	stderr := c.App.ErrWriter
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	fg := inForeground()
+	ctx, cancel := context.WithCancel(context.Background())
+	if d := c.Duration("timeout"); d > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), d)
+	}
+	defer cancel()
+	var mu sync.Mutex
+	var child *os.Process
+	var sig os.Signal
+	go func() {
+		for s := range sigs {
+			mu.Lock()
+			sig = s
+			p := child
+			mu.Unlock()
+			cancel() // while waiting for the lock: give up
+			if p != nil && forwardSignal(s, fg) {
+				_ = p.Signal(s)
+			}
+		}
+	}()
+	signalled := func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return sig
+	}
+	k, err := lock.AcquireKernel(ctx, path, lock.Options{Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	if err != nil {
+		if s := signalled(); s != nil {
+			return &exitCode{code: 128 + signalNumber(s)}
+		}
+		return acquireError(path, err)
+	}
+	cmdPath, err := exec.LookPath(cmdArgs[0])
+	if err != nil {
+		k.Release()
+		return &exitCode{code: ExitNotFound, err: fmt.Errorf("cannot run %s: %w", cmdArgs[0], err)}
+	}
+	cmd := exec.Command(cmdPath, cmdArgs[1:]...)
+	cmd.Args[0] = cmdArgs[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
+	cmd.ExtraFiles = []*os.File{k.File()}
+	mu.Lock()
+	if s := sig; s != nil {
+		// Told to stop once the lock was ours but before CMD began.
+		mu.Unlock()
+		k.Release()
+		return &exitCode{code: 128 + signalNumber(s)}
+	}
+	err = cmd.Start()
+	if err == nil {
+		child = cmd.Process
+	}
+	mu.Unlock()
+	if err != nil {
+		k.Release()
+		return &exitCode{code: ExitCannotRun, err: fmt.Errorf("cannot run %s: %w", cmdArgs[0], err)}
+	}
+	code := exitStatus(cmd.Wait())
+	if err := k.Release(); err != nil {
+		fmt.Fprintf(stderr, "lockctl: %s\n", err)
+		if code == ExitOK {
+			code = ExitAttention
+		}
+	}
+	if code != ExitOK {
+		return &exitCode{code: code}
+	}
+	return nil
 }
 
 // runArgs reads run's LOCK -- CMD [ARGS...].
