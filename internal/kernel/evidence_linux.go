@@ -42,6 +42,10 @@ type KernelEvidence struct {
 	tableOnce sync.Once
 	table     lockTable
 
+	// git is the look at every git process (GitWorkers), taken once.
+	gitOnce sync.Once
+	git     gitLook
+
 	scopesOnce     sync.Once
 	scopes         map[string]bool
 	scopesComplete bool

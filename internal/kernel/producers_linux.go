@@ -22,14 +22,53 @@ import (
 // so a git in a container or behind a bind mount is seen by inode, not by
 // path. complete is false when this reader does not see every process, or
 // a git process's working directory or environment cannot be read.
+//
+// The look at every process is taken once per run and shared by every git
+// lock judged in it, except with Fresh: a judgement again before a removal
+// looks afresh, for a git that started since.
 func (k *KernelEvidence) GitWorkers(dev, ino uint64) ([]verdict.KernelHolder, bool) {
+	var g gitLook
+	if k.Fresh {
+		g = scanGit()
+	} else {
+		k.gitOnce.Do(func() { k.git = scanGit() })
+		g = k.git
+	}
+	if !g.ok {
+		return nil, false
+	}
+	var hs []verdict.KernelHolder
+	for _, p := range g.procs {
+		if p.dev == dev && p.ino == ino {
+			hs = append(hs, verdict.KernelHolder{Pid: p.pid, Comm: p.comm, How: "works in the repository"})
+		}
+	}
+	return hs, g.complete
+}
+
+// gitLook is one look at every running git process: the repository each
+// works in (by its common git directory's device and inode), and whether
+// every one could be told.
+type gitLook struct {
+	procs    []gitProc
+	complete bool
+	ok       bool
+}
+
+type gitProc struct {
+	pid      int
+	comm     string
+	dev, ino uint64
+}
+
+func scanGit() gitLook {
 	complete := wholeView() == nil
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, false
+		return gitLook{}
 	}
 	self := os.Getpid()
-	var hs []verdict.KernelHolder
+	var procs []gitProc
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -49,11 +88,11 @@ func (k *KernelEvidence) GitWorkers(dev, ino uint64) ([]verdict.KernelHolder, bo
 			if _, serr := os.Stat("/proc/" + e.Name()); serr == nil {
 				complete = false // running, and its repository cannot be told
 			}
-		case found && d == dev && i == ino:
-			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm, How: "works in the repository"})
+		case found:
+			procs = append(procs, gitProc{pid: pid, comm: comm, dev: d, ino: i})
 		}
 	}
-	return hs, complete
+	return gitLook{procs: procs, complete: complete, ok: true}
 }
 
 // gitRepoOfProc finds the common git directory that process pid works in.
