@@ -44,12 +44,12 @@ func KindOf(path string) (k Kind, by string) {
 	if err != nil {
 		return KindDir, ""
 	}
-	known := scan.KnownKernelLock(abs)
 	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return KindDir, ""
 	}
 	defer d.Close()
+	known := scan.KnownKernelLock(d, abs)
 	data, _, _, err := d.ReadFile(name, len(scan.KernelRecord))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && known != "":

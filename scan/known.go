@@ -1,9 +1,11 @@
 package scan
 
 import (
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockctl/lockctl/internal/fsx"
 )
 
 // KernelRecord is the whole content of a kernel-lock file that lockctl
@@ -32,33 +34,34 @@ var knownKernelLocks = []struct{ suffix, by string }{
 }
 
 // KnownKernelLock says which program's kernel-lock file path is, by its
-// place and name, or "" when it is none known. Besides knownKernelLocks:
+// place and name, or "" when it is none known; d is the directory it is
+// in, open, where its neighbours are looked at. Besides knownKernelLocks:
 //
 //   - Firefox: a profile's .parentlock, locked with fcntl(F_SETLK) on the
 //     whole file while the profile is in use (nsProfileLock.cpp,
 //     LockWithFcntl); the directory is a profile by the files Firefox
 //     keeps there (prefs.js, compatibility.ini, times.json) or its lock
 //     link.
-func KnownKernelLock(path string) string {
+func KnownKernelLock(d fsx.Dir, path string) string {
 	path = filepath.Clean(path)
 	for _, k := range knownKernelLocks {
 		if strings.HasSuffix(path, k.suffix) { // k.suffix starts a component
 			return k.by
 		}
 	}
-	if filepath.Base(path) == ".parentlock" && isFirefoxProfile(filepath.Dir(path)) {
+	if filepath.Base(path) == ".parentlock" && isFirefoxProfile(d) {
 		return ProducerFirefox
 	}
 	return ""
 }
 
-// isFirefoxProfile reports whether dir looks like a Firefox profile.
-func isFirefoxProfile(dir string) bool {
+// isFirefoxProfile reports whether d looks like a Firefox profile.
+func isFirefoxProfile(d fsx.Dir) bool {
 	for _, f := range []string{"prefs.js", "compatibility.ini", "times.json"} {
-		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+		if st, err := d.Lstat(f); err == nil && st.Mode.IsRegular() {
 			return true
 		}
 	}
-	fi, err := os.Lstat(filepath.Join(dir, "lock"))
-	return err == nil && fi.Mode()&os.ModeSymlink != 0
+	st, err := d.Lstat("lock")
+	return err == nil && st.Mode&fs.ModeSymlink != 0
 }

@@ -504,7 +504,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	case l.Format == FormatEmpty:
 		// dpkg, apt, firefox. Not otherwise: an empty git lock file keeps
 		// the producer recognise gave it.
-		if k := KnownKernelLock(l.Path); k != "" {
+		if k := KnownKernelLock(d, l.Path); k != "" {
 			l.KernelLock, l.Producer = k, k
 		}
 	}
