@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/lock"
@@ -402,35 +403,18 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	fg := inForeground()
-	ctx, cancel := context.WithCancel(context.Background())
-	if d := c.Duration("timeout"); d > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), d)
-	}
-	defer cancel()
-	var sig os.Signal
-	go func() {
-		for s := range sigs {
-			sig = s
-			cancel() // while waiting for the lock: give up
-			if forwardSignal(s, fg) {
-				_ = child.Process.Signal(s)
-			}
-		}
-	}()
-	l, err := takeFor(ctx, kind, path, lock.Options{
+	rs := newRunSignals(c.Duration("timeout"))
+	defer rs.stop()
+	rs.start(func() (*os.Process, error) { return child.Process, nil })
+	l, err := lock.Acquire(rs.ctx, path, lock.Options{
 		Pid: child.Process.Pid, Also: []int{os.Getpid()},
 		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr), Waiting: waitingNote(c, path),
 	})
 	if err != nil {
 		g.close() // the gate sees EOF and exits without running CMD
 		_ = child.Wait()
-		if sig != nil {
-			return &exitCode{code: 128 + int(sig.(syscall.Signal))}
+		if s := rs.got(); s != nil {
+			return &exitCode{code: 128 + signalNumber(s)}
 		}
 		return acquireError(path, err)
 	}
@@ -442,9 +426,76 @@ func runAction(c *cli.Context) error {
 	if werr != nil && code == ExitOK {
 		code = ExitAttention
 	}
-	if err := l.Release(); err != nil {
-		// Someone broke the lock while CMD ran: the critical section was
-		// not exclusive. Say so, and do not report success.
+	return ranWith(stderr, code, l.Release)
+}
+
+// runSignals is run's handling of the signals lockctl gets: each ends a
+// wait for the lock (ctx, which also ends at the timeout), and is passed on
+// to CMD once CMD's process exists, unless the terminal has already
+// delivered it (forwardSignal).
+type runSignals struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	sigs   chan os.Signal
+	fg     bool
+	mu     sync.Mutex
+	child  *os.Process
+	sig    os.Signal
+}
+
+func newRunSignals(timeout time.Duration) *runSignals {
+	rs := &runSignals{sigs: make(chan os.Signal, 4), fg: inForeground()}
+	signal.Notify(rs.sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	rs.ctx, rs.cancel = context.WithCancel(context.Background())
+	if timeout > 0 {
+		rs.ctx, rs.cancel = context.WithTimeout(context.Background(), timeout)
+	}
+	go func() {
+		for s := range rs.sigs {
+			rs.mu.Lock()
+			rs.sig = s
+			p := rs.child
+			rs.mu.Unlock()
+			rs.cancel() // while waiting for the lock: give up
+			if p != nil && forwardSignal(s, rs.fg) {
+				_ = p.Signal(s)
+			}
+		}
+	}()
+	return rs
+}
+
+// start starts CMD's process with begin, unless a signal came first: then
+// it returns that signal, and begin is not called.
+func (rs *runSignals) start(begin func() (*os.Process, error)) (os.Signal, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.sig != nil {
+		return rs.sig, nil
+	}
+	p, err := begin()
+	rs.child = p
+	return nil, err
+}
+
+// got is the last signal lockctl got, or nil.
+func (rs *runSignals) got() os.Signal {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.sig
+}
+
+func (rs *runSignals) stop() {
+	signal.Stop(rs.sigs)
+	rs.cancel()
+}
+
+// ranWith releases the lock CMD ran under and returns run's outcome for
+// CMD's exit status code. A lock that cannot be released cleanly was
+// broken while CMD ran: the critical section was not exclusive, so it is
+// said, and success is not reported.
+func ranWith(stderr io.Writer, code int, release func() error) error {
+	if err := release(); err != nil {
 		fmt.Fprintf(stderr, "lockctl: %s\n", err)
 		if code == ExitOK {
 			code = ExitAttention
@@ -456,20 +507,6 @@ func runAction(c *cli.Context) error {
 	return nil
 }
 
-// heldLock is a lock run holds for CMD: a directory lock or a kernel lock.
-type heldLock interface {
-	File() *os.File
-	Release() error
-}
-
-// takeFor takes the lock at path, of kind k, for opts.
-func takeFor(ctx context.Context, k lock.Kind, path string, opts lock.Options) (heldLock, error) {
-	if k == lock.KindKernel {
-		return lock.AcquireKernel(ctx, path, opts)
-	}
-	return lock.Acquire(ctx, path, opts)
-}
-
 // runKernel is run on a kernel lock. The lock is an open file with a
 // kernel lock on it, and no record names a holder, so CMD needs no gate
 // (startGated): it starts once the lock is taken, inheriting the locked
@@ -477,38 +514,11 @@ func takeFor(ctx context.Context, k lock.Kind, path string, opts lock.Options) (
 // lockctl is killed. That spares a second start of lockctl (issue 19).
 func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	stderr := c.App.ErrWriter
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	fg := inForeground()
-	ctx, cancel := context.WithCancel(context.Background())
-	if d := c.Duration("timeout"); d > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), d)
-	}
-	defer cancel()
-	var mu sync.Mutex
-	var child *os.Process
-	var sig os.Signal
-	go func() {
-		for s := range sigs {
-			mu.Lock()
-			sig = s
-			p := child
-			mu.Unlock()
-			cancel() // while waiting for the lock: give up
-			if p != nil && forwardSignal(s, fg) {
-				_ = p.Signal(s)
-			}
-		}
-	}()
-	signalled := func() os.Signal {
-		mu.Lock()
-		defer mu.Unlock()
-		return sig
-	}
-	k, err := lock.AcquireKernel(ctx, path, lock.Options{Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	rs := newRunSignals(c.Duration("timeout"))
+	defer rs.stop()
+	k, err := lock.AcquireKernel(rs.ctx, path, lock.Options{Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
-		if s := signalled(); s != nil {
+		if s := rs.got(); s != nil {
 			return &exitCode{code: 128 + signalNumber(s)}
 		}
 		return acquireError(path, err)
@@ -522,33 +532,22 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	cmd.Args[0] = cmdArgs[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 	cmd.ExtraFiles = []*os.File{k.File()}
-	mu.Lock()
-	if s := sig; s != nil {
+	s, err := rs.start(func() (*os.Process, error) {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd.Process, nil
+	})
+	switch {
+	case s != nil:
 		// Told to stop once the lock was ours but before CMD began.
-		mu.Unlock()
 		k.Release()
 		return &exitCode{code: 128 + signalNumber(s)}
-	}
-	err = cmd.Start()
-	if err == nil {
-		child = cmd.Process
-	}
-	mu.Unlock()
-	if err != nil {
+	case err != nil:
 		k.Release()
 		return &exitCode{code: ExitCannotRun, err: fmt.Errorf("cannot run %s: %w", cmdArgs[0], err)}
 	}
-	code := exitStatus(cmd.Wait())
-	if err := k.Release(); err != nil {
-		fmt.Fprintf(stderr, "lockctl: %s\n", err)
-		if code == ExitOK {
-			code = ExitAttention
-		}
-	}
-	if code != ExitOK {
-		return &exitCode{code: code}
-	}
-	return nil
+	return ranWith(stderr, exitStatus(cmd.Wait()), k.Release)
 }
 
 // runArgs reads run's LOCK -- CMD [ARGS...].
