@@ -65,6 +65,15 @@ type Options struct {
 	// Waiting, when set, is told who holds the lock once a wait has lasted
 	// a second, and again whenever that changes: "held by pid 812 (rsync)".
 	Waiting func(who string)
+	// Start, when set, starts the holding process once the lock is built
+	// beside its name and this process's flock is on it, before its record
+	// is written: it is handed that open directory (nil where there is no
+	// flock) for the new process to inherit, and returns its pid, which the
+	// record then names in place of Pid. The process must not do its work
+	// before Acquire returns (lockctl run holds it at a gate until then);
+	// if Acquire fails after Start, the caller ends it. This process holds
+	// the flock too, so Also should name it.
+	Start func(lockDir *os.File) (pid int, err error)
 }
 
 // Lock is a held lock. Release it exactly once.
@@ -80,6 +89,9 @@ type Lock struct {
 	dirInfo fsx.Stat
 	hook    func(Point)
 	waiting func(string)
+	// syncPublish says the publishing rename is fsynced (a remote file
+	// system, or one of unknown kind).
+	syncPublish bool
 	// kernel is the lock directory, open, with this process's flock on it
 	// (nil where the platform has no flock).
 	kernel *os.File
@@ -228,19 +240,20 @@ func CheckPath(path string) error {
 // file system's name limit for lockctl's side files (scan.SideRoom): such a
 // lock could be taken, but once its holder died no claim could be made to
 // break it, and it would be wedged for good.
-func roomForSides(d fsx.Dir, path, name string) error {
-	fs, err := d.FS()
-	if err != nil || fs.NameMax <= 0 || len(name)+scan.SideRoom <= fs.NameMax {
+func roomForSides(fs fsx.FS, path, name string) error {
+	if fs.NameMax <= 0 || len(name)+scan.SideRoom <= fs.NameMax {
 		return nil
 	}
 	return &BadPathError{Path: path, Why: fmt.Sprintf("has a name of %d bytes; lockctl's side files add up to %d more, beyond this file system's limit of %d (%s), so once its holder died the lock could never be broken: use a name of at most %d bytes", len(name), scan.SideRoom, fs.NameMax, fs.Name, fs.NameMax-scan.SideRoom)}
 }
 
+var errNoFence = errors.New("cannot read this host's boot id, pid namespace or name, so the lock cannot be fenced")
+
 // holder builds the record for opts.
 func holder(opts Options) (scan.Holder, error) {
 	h := localHost()
 	if h.BootID == "" || h.PidNS == "" || h.Name == "" {
-		return scan.Holder{}, errors.New("cannot read this host's boot id, pid namespace or name, so the lock cannot be fenced")
+		return scan.Holder{}, errNoFence
 	}
 	pid := opts.Pid
 	if pid == 0 {
@@ -291,33 +304,46 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	defer d.Close()
-	h, err := holder(opts)
-	if err != nil {
-		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	if h := localHost(); h.BootID == "" || h.PidNS == "" || h.Name == "" {
+		// Checked before Start makes a process that would have to be ended.
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, errNoFence)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, waiting: opts.Waiting}
-	if err := roomForSides(d, path, name); err != nil {
-		return nil, err
+	l := &Lock{Path: abs, dir: d.Path(), name: name, hook: opts.Hook, waiting: opts.Waiting}
+	fs, err := d.FS()
+	if err == nil {
+		if err := roomForSides(fs, path, name); err != nil {
+			return nil, err
+		}
+	}
+	// On a local file system the rename that publishes the lock needs no
+	// fsync after it: lost in a crash, it leaves no lock, and a lock that
+	// survives one carries the old boot id, so reads as gone; no holder
+	// outlives that crash. On a remote file system (or one lockctl does
+	// not know) the server can lose the rename while this host runs on as
+	// the holder, and another host would take the lock too: there it is
+	// made durable.
+	l.syncPublish = err != nil || fs.Remote
+	// The build names its token. With opts.Start the holder's pid, which
+	// the record's token carries, is not known until the build exists, and
+	// the build takes a token of its maker, this process.
+	token := ""
+	if opts.Start == nil {
+		if l.Holder, err = holder(opts); err != nil {
+			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+		}
+		token = l.Holder.Token
+	} else {
+		token = newToken(os.Getpid())
 	}
 
 	// Build the whole lock beside its final name (<lock>.new.<token>, a
-	// name that claims nothing about the lock that may be there): a directory holding the
-	// record, both fsynced. After a power loss the record is either
-	// complete or the lock does not exist; a record that survives carries
-	// the old boot id and reads as gone.
-	// The build names its maker: once this process is gone it is debris,
-	// whoever the record names as holder.
-	// It ends with the maker's pid namespace, as a break claim does: a
-	// build killed before its record was written carries nothing else to
-	// tell a reader in another namespace whose pid it names.
-	tmp := fmt.Sprintf("%s.new.%s.%d%s", name, h.Token, os.Getpid(), scan.NSSuffix(localHost().PidNS))
-	if err := d.Mkdir(tmp, 0o755); err != nil {
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			// Not the build's own name, which means nothing to an
-			// operator: the directory, and why.
-			return nil, fmt.Errorf("cannot acquire %s: cannot make a lock in %s (%w): run as a user who may write there, or use a registry this user owns", abs, d.Path(), errors.Unwrap(err))
-		}
-		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+	// name that claims nothing about the lock that may be there): a
+	// directory holding the record, both fsynced. After a power loss the
+	// record is either complete or the lock does not exist; a record that
+	// survives carries the old boot id and reads as gone.
+	tmp, err := l.makeBuild(d, token)
+	if err != nil {
+		return nil, err
 	}
 	published := false
 	defer func() {
@@ -326,15 +352,25 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 			l.dropKernel()
 		}
 	}()
-	if err := l.build(d, tmp); err != nil {
-		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
-	}
-	if self := os.Getpid(); opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self) {
+	if self := os.Getpid(); opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self) {
 		// This process is a recorded holder, alive to hold the kernel lock
-		// too; one that only acquires for another process is not.
+		// too (and to hand it to the process Start makes); one that only
+		// acquires for another process is not.
 		if err := l.flockBuilt(d, tmp); err != nil {
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
+	}
+	if opts.Start != nil {
+		if opts.Pid, err = opts.Start(l.kernel); err != nil {
+			return nil, err
+		}
+		if l.Holder, err = holder(opts); err != nil {
+			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
+		}
+	}
+	l.record = encode(l.Holder)
+	if err := l.build(d, tmp); err != nil {
+		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	l.at(Built)
 
@@ -344,6 +380,25 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeBuild makes the empty build directory <lock>.new.<token>.<maker
+// pid>.ns<inode>. The build names its maker: once this process is gone it
+// is debris, whoever the record names as holder. It ends with the maker's
+// pid namespace, as a break claim does: a build killed before its record
+// was written carries nothing else to tell a reader in another namespace
+// whose pid it names.
+func (l *Lock) makeBuild(d fsx.Dir, token string) (string, error) {
+	tmp := fmt.Sprintf("%s.new.%s.%d%s", l.name, token, os.Getpid(), scan.NSSuffix(localHost().PidNS))
+	if err := d.Mkdir(tmp, 0o755); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			// Not the build's own name, which means nothing to an
+			// operator: the directory, and why.
+			return "", fmt.Errorf("cannot acquire %s: cannot make a lock in %s (%w): run as a user who may write there, or use a registry this user owns", l.Path, d.Path(), errors.Unwrap(err))
+		}
+		return "", fmt.Errorf("cannot acquire %s: %w", l.Path, err)
+	}
+	return tmp, nil
 }
 
 // flockBuilt takes the kernel lock on the built directory tmp before it is
@@ -562,8 +617,10 @@ func (l *Lock) publishByMkdir(d fsx.Dir, tmp string) (err error) {
 
 // settle makes the published lock durable and remembers what it is.
 func (l *Lock) settle(d fsx.Dir) error {
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
+	if l.syncPublish {
+		if err := d.Sync(); err != nil {
+			return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
+		}
 	}
 	st, err := d.Lstat(l.name)
 	if err != nil {

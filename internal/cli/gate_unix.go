@@ -3,68 +3,25 @@
 package cli
 
 import (
-	"fmt"
-	"github.com/lockctl/lockctl/internal/fsx"
-	"os"
-	"syscall"
+	"os/exec"
 
-	"golang.org/x/sys/unix"
+	"github.com/urfave/cli/v2"
 )
 
-// gate is lockctl run's end of the channel to CMD's waiting process: a
-// Unix socket, so that opening the gate can hand CMD the lock's open file
-// (SCM_RIGHTS), and CMD, and what it forks, hold the kernel lock while they
-// run, as flock(1) passes its lock to its command.
-type gate struct{ f *os.File }
+// gateScript is the gate CMD's process waits at, run by /bin/sh: it
+// reads the word lockctl run writes on fd 4 once the lock, whose record
+// names this very process, is in place, and only then becomes CMD (exec
+// keeps the pid and the start time the record fences), keeping fd 3, the
+// lock's directory with its flock, for CMD to inherit. If lockctl dies or
+// gives up first, fd 4 reads end-of-file and CMD never runs. A shell costs
+// a fraction of a second start of lockctl, the gate's first form (issue
+// 19).
+const gateScript = `read -r go <&4 && [ "$go" = go ] || exit 75; exec 4<&-; exec "$@"`
 
-// newGate returns the gate and the end that CMD's process gets as fd 3.
-func newGate() (g gate, child *os.File, err error) {
-	// Not every platform has SOCK_CLOEXEC: hold ForkLock, as os.Pipe does,
-	// so that no fork in between inherits the ends.
-	syscall.ForkLock.RLock()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err == nil {
-		unix.CloseOnExec(fds[0])
-		unix.CloseOnExec(fds[1])
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return gate{}, nil, fmt.Errorf("cannot make the gate: %w", err)
-	}
-	return gate{os.NewFile(uintptr(fds[0]), "gate")}, os.NewFile(uintptr(fds[1]), "gate"), nil
+// gateCommand is the process that holds CMD at the gate.
+func gateCommand(cmdArgs []string) (*exec.Cmd, error) {
+	return exec.Command("/bin/sh", append([]string{"-c", gateScript, "lockctl"}, cmdArgs...)...), nil
 }
 
-// open lets CMD run, handing it lockFile (nil: nothing to hand).
-func (g gate) open(lockFile *os.File) error {
-	var oob []byte
-	if lockFile != nil {
-		oob = unix.UnixRights(int(lockFile.Fd()))
-	}
-	return fsx.WithFd(g.f, func(fd int) error { return unix.Sendmsg(fd, []byte{'g'}, oob, nil, 0) })
-}
-
-func (g gate) close() { g.f.Close() }
-
-// waitGate runs in CMD's process: it waits on fd 3 until lockctl run opens
-// the gate, and puts the lock file it was handed at fd 3, in place of the
-// gate, for CMD to inherit. ok is false if lockctl gave up or died first.
-func waitGate() (ok bool) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(3, buf, oob, 0)
-	if err != nil || n != 1 || buf[0] != 'g' {
-		return false
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err == nil && len(msgs) == 1 {
-		if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
-			// dup2 closes the gate and leaves fd 3 open across exec.
-			if err := unix.Dup2(fds[0], 3); err == nil {
-				unix.Close(fds[0])
-				return true
-			}
-		}
-	}
-	unix.Close(3)
-	return true
-}
+// gateCommands are the hidden commands the gate needs: none, here.
+func gateCommands() []*cli.Command { return nil }

@@ -104,7 +104,7 @@ func notForKernelLocks(c *cli.Context, path string) error {
 }
 
 func lockCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
-	return []*cli.Command{
+	return append([]*cli.Command{
 		{
 			Name:      "acquire",
 			Usage:     "take a lock on behalf of the calling process (lockctl's parent)",
@@ -161,13 +161,7 @@ Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag},
 			Action:       runAction,
 		},
-		{
-			Name:   "__gate",
-			Hidden: true,
-			Usage:  "internal: wait for lockctl run to hold the lock, then exec CMD",
-			Action: gateAction,
-		},
-	}
+	}, gateCommands()...)
 }
 
 func lockPathArg(c *cli.Context, want int) (string, error) {
@@ -398,36 +392,65 @@ func runAction(c *cli.Context) error {
 	if kind == lock.KindKernel {
 		return runKernel(c, path, cmdArgs)
 	}
-	stderr := c.App.ErrWriter
-	child, g, err := startGated(c, cmdArgs)
-	if err != nil {
-		return err
+	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
+		return &exitCode{code: ExitNotFound, err: fmt.Errorf("cannot run %s: %w", cmdArgs[0], err)}
 	}
+	stderr := c.App.ErrWriter
 	rs := newRunSignals(c.Duration("timeout"))
 	defer rs.stop()
-	rs.start(func() (*os.Process, error) { return child.Process, nil })
+	// CMD's process starts once the lock is built and flocked, inheriting
+	// it, and before the record is written, which names it; it waits at
+	// the gate until the lock is ours.
+	var child *exec.Cmd
+	var g gate
 	l, err := lock.Acquire(rs.ctx, path, lock.Options{
-		Pid: child.Process.Pid, Also: []int{os.Getpid()},
-		Command: filepath.Base(cmdArgs[0]), Hook: lockHook(stderr), Waiting: waitingNote(c, path),
+		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]),
+		Hook: lockHook(stderr), Waiting: waitingNote(c, path),
+		Start: func(lockDir *os.File) (int, error) {
+			s, err := rs.start(func() (*os.Process, error) {
+				var err error
+				child, g, err = startGated(c, cmdArgs, lockDir)
+				if err != nil {
+					return nil, err
+				}
+				return child.Process, nil
+			})
+			if s != nil {
+				return 0, errSignalled
+			}
+			if err != nil {
+				return 0, err
+			}
+			return child.Process.Pid, nil
+		},
 	})
 	if err != nil {
-		g.close() // the gate sees EOF and exits without running CMD
-		_ = child.Wait()
-		if s := rs.got(); s != nil {
+		if child != nil {
+			g.close() // the gate reads end-of-file and exits without running CMD
+			_ = child.Wait()
+		}
+		var ec *exitCode
+		switch s := rs.got(); {
+		case s != nil:
 			return &exitCode{code: 128 + signalNumber(s)}
+		case errors.As(err, &ec):
+			return err
 		}
 		return acquireError(path, err)
 	}
 	// The order matters: the gate opens only now that the lock, recording
-	// CMD's process, is in place; CMD gets the lock's file with it.
-	werr := g.open(l.File())
-	g.close()
+	// CMD's process, is in place.
+	werr := g.open()
 	code := exitStatus(child.Wait())
 	if werr != nil && code == ExitOK {
 		code = ExitAttention
 	}
 	return ranWith(stderr, code, l.Release)
 }
+
+// errSignalled is Start's error when a signal came before CMD's process
+// was made: run exits 128+N for it.
+var errSignalled = errors.New("stopped by a signal before the command started")
 
 // runSignals is run's handling of the signals lockctl gets: each ends a
 // wait for the lock (ctx, which also ends at the timeout), and is passed on
@@ -567,30 +590,45 @@ func runArgs(c *cli.Context) (string, []string, error) {
 	return path, cmdArgs, nil
 }
 
-// startGated starts CMD's process first, held at a gate: it cannot run CMD
-// until the lock is ours, and the lock can record it (pid and start time)
-// before it does. exec keeps the pid and the start time, so the recorded
-// identity is CMD's. Opening the gate lets CMD run; closing it unopened
-// makes the gate exit without running CMD.
-func startGated(c *cli.Context, cmdArgs []string) (child *exec.Cmd, g gate, err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot find lockctl's own executable: %w", err)}
-	}
-	g, childEnd, err := newGate()
+// gate is lockctl run's end of the pipe CMD's process waits on (fd 4 in
+// it) before it becomes CMD.
+type gate struct{ w *os.File }
+
+// open lets CMD run.
+func (g gate) open() error {
+	_, err := g.w.WriteString("go\n")
+	g.w.Close()
+	return err
+}
+
+// close shuts the gate unopened: CMD's process exits without running CMD.
+func (g gate) close() { g.w.Close() }
+
+// startGated starts CMD's process held at a gate (gateCommand): it cannot
+// run CMD until the lock is ours, and the lock can record it (pid and start
+// time) before it does. exec keeps the pid and the start time, so the
+// recorded identity is CMD's. It inherits lockDir, the lock's directory
+// with lockctl's flock on it, as fd 3, and keeps it as CMD: CMD, and what
+// it forks, hold the kernel lock while they run, as flock(1) passes its
+// lock to its command.
+func startGated(c *cli.Context, cmdArgs []string, lockDir *os.File) (child *exec.Cmd, g gate, err error) {
+	child, err = gateCommand(cmdArgs)
 	if err != nil {
 		return nil, gate{}, &exitCode{code: ExitAttention, err: err}
 	}
-	defer childEnd.Close()
-	child = exec.Command(self, append([]string{"__gate", "--"}, cmdArgs...)...)
-	child.Args[0] = "lockctl"
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot make the gate: %w", err)}
+	}
+	defer r.Close()
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
-	child.ExtraFiles = []*os.File{childEnd}
+	// A nil lockDir (no flock here) leaves fd 3 closed in CMD.
+	child.ExtraFiles = []*os.File{lockDir, r}
 	if err := child.Start(); err != nil {
-		g.close()
+		w.Close()
 		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
 	}
-	return child, g, nil
+	return child, gate{w}, nil
 }
 
 // exitStatus is run's exit status for how CMD ended: its own, 128+N if
@@ -607,25 +645,6 @@ func exitStatus(waitErr error) int {
 		return ExitAttention
 	}
 	return ExitOK
-}
-
-// gateAction runs in CMD's process: it waits on fd 3 for lockctl run to
-// say the lock is held, then becomes CMD, with the lock's file at fd 3. If
-// lockctl dies or gives up first, the gate closes and CMD never runs.
-func gateAction(c *cli.Context) error {
-	if !waitGate() {
-		return &exitCode{code: ExitTimeout}
-	}
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return usageErr("__gate: no command")
-	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return &exitCode{code: ExitNotFound, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
-	}
-	err = syscall.Exec(path, args, os.Environ())
-	return &exitCode{code: ExitCannotRun, err: fmt.Errorf("cannot run %s: %w", args[0], err)}
 }
 
 // forwardSignal says whether run passes signal s on to CMD. CMD is in

@@ -1237,8 +1237,8 @@ exec sleep 600`, aux, bin, l, section("c"), dir)
 // killInNamespace SIGKILLs one process named comm in pid namespace ns,
 // chosen at random, and reports whether it did. It pins each candidate
 // with a pidfd and checks it again before signalling, so that a pid
-// reused meanwhile is never hit. lockctl run's gate (its child, which
-// becomes lockctl __gate, then CMD) is spared, as TestChaosRun spares CMD:
+// reused meanwhile is never hit. lockctl run's gate (its child, /bin/sh
+// until it becomes CMD) is spared, as TestChaosRun spares CMD:
 // killing it kills the command before it starts, which run rightly
 // reports as a failure.
 func killInNamespace(ns, comm string) bool {
@@ -1257,8 +1257,8 @@ func killInNamespace(ns, comm string) bool {
 		}
 		p := strconv.Itoa(pid)
 		link, _ := os.Readlink("/proc/" + p + "/ns/pid")
-		// The gate, before and after its exec of lockctl __gate, is a child
-		// of a lockctl: spare every process whose parent is one.
+		// The gate, before and after its exec of CMD, is a child of a
+		// lockctl: spare every process whose parent is one.
 		ok := link == ns && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == comm && strings.TrimSpace(lcReadOr("/proc/"+parentOf(p)+"/comm")) != comm
 		if ok && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
 			unix.Close(fd)
