@@ -775,6 +775,12 @@ func (f *Fixer) Debris(res verdict.Result) int {
 	defer d.Close()
 	removed := 0
 	for _, s := range res.Debris {
+		if s.Op == verdict.OpRemove && filepath.Dir(s.Path) == l.Dir {
+			if f.spentReservation(d, l, filepath.Base(s.Path)) {
+				removed++
+			}
+			continue
+		}
 		if s.Op != verdict.OpRmdir || filepath.Dir(s.Path) != l.Dir {
 			continue
 		}
@@ -794,6 +800,36 @@ func (f *Fixer) Debris(res verdict.Result) int {
 		}
 	}
 	return removed
+}
+
+// spentReservation removes name, a reservation's claim left by an adopter
+// or releaser that is gone once the lock held another record (verdict's
+// spentReservation): it claims it under its own pid, checks that it holds a
+// reservation and that the lock still holds another record, and only then
+// removes it; otherwise it puts it back.
+func (f *Fixer) spentReservation(d fsx.Dir, l *scan.Lock, name string) bool {
+	rest, ok := strings.CutPrefix(name, l.Name+".rel.")
+	i := strings.LastIndexByte(rest, '.')
+	if !ok || i < 0 {
+		return false
+	}
+	mine := fmt.Sprintf("%s.rel.%s.%d", l.Name, rest[:i], f.Pid)
+	if err := d.RenameNoReplace(name, d, mine); err != nil {
+		return false // another sweeper took it, or it is gone
+	}
+	data, _, _, err := d.ReadFile(mine, scan.MaxRecord)
+	h, perr := scan.ParseLockctl(data)
+	in, cerr := d.OpenDir(l.Name)
+	var cur []byte
+	if cerr == nil {
+		cur, _, _, cerr = in.ReadFile("holder", scan.MaxRecord)
+		in.Close()
+	}
+	if err != nil || perr != nil || !h.Reserved || cerr != nil || !bytes.HasPrefix(cur, []byte(scan.LockctlMagic+"\n")) && !bytes.HasPrefix(cur, []byte(scan.ReserveMagic+"\n")) || bytes.Equal(cur, data) {
+		_ = d.RenameNoReplace(mine, d, name)
+		return false
+	}
+	return d.Remove(mine) == nil
 }
 
 // onlyBuilds reports whether l is no lock at all, only builds beside where

@@ -19,7 +19,7 @@ type HeldError struct {
 
 func (e *HeldError) Error() string {
 	h := e.Holder
-	if h.Pid <= 0 {
+	if h.Pid <= 0 || h.Reserved {
 		return fmt.Sprintf("timed out acquiring %s: %s", e.Path, e.Reason)
 	}
 	s := fmt.Sprintf("timed out acquiring %s: held by pid %d", e.Path, h.Pid)
@@ -39,7 +39,7 @@ func (e *HeldError) Unwrap() error { return e.Err }
 
 // who says who holds the lock, for a wait that goes on.
 func (e *HeldError) who() string {
-	if e.Holder.Pid <= 0 {
+	if e.Holder.Pid <= 0 || e.Holder.Reserved {
 		return e.Reason
 	}
 	s := fmt.Sprintf("held by pid %d", e.Holder.Pid)

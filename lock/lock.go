@@ -47,6 +47,8 @@ const (
 	ReleaseClaimed Point = "release-claimed"   // our record claimed, not yet verified
 	ReleaseRemoved Point = "release-removed"   // lock directory removed, claim not yet
 	KernelOpened   Point = "kernel-opened"     // kernel-lock file open, not yet locked
+	AdoptClaimed   Point = "adopt-claimed"     // the reservation claimed out of the lock, the worker's record not yet in
+	AdoptMoved     Point = "adopt-moved"       // the worker's record in the lock, the reservation's claim not yet removed
 )
 
 // Options configure Acquire.
@@ -295,6 +297,13 @@ func holder(opts Options) (scan.Holder, error) {
 // removes once this process is gone), or a complete lock naming this
 // process, which reads as gone once it has died.
 func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
+	return acquire(ctx, path, opts, 0)
+}
+
+// acquire is Acquire, or with grace > 0 Reserve: the record it publishes is
+// then a reservation until grace from now, and no flock is taken, since
+// the reserver need not live.
+func acquire(ctx context.Context, path string, opts Options, grace time.Duration) (*Lock, error) {
 	d, abs, name, err := openLockDir(path)
 	if err != nil {
 		var bad *BadPathError
@@ -331,6 +340,11 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 		if l.Holder, err = holder(opts); err != nil {
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
+		if grace > 0 {
+			if err := reserveFor(&l.Holder, grace); err != nil {
+				return nil, fmt.Errorf("cannot reserve %s: %w", abs, err)
+			}
+		}
 		token = l.Holder.Token
 	} else {
 		token = newToken(os.Getpid())
@@ -352,7 +366,7 @@ func Acquire(ctx context.Context, path string, opts Options) (*Lock, error) {
 			l.dropKernel()
 		}
 	}()
-	if self := os.Getpid(); opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self) {
+	if self := os.Getpid(); grace == 0 && (opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self)) {
 		// This process is a recorded holder, alive to hold the kernel lock
 		// too (and to hand it to the process Start makes); one that only
 		// acquires for another process is not.
@@ -483,7 +497,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			}
 		} else {
 			res := judge.Judge(cur)
-			if h := res.Holder; res.Verdict == verdict.Live && h != nil && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
+			if h := res.Holder; res.Verdict == verdict.Live && h != nil && !h.Reserved && !l.Holder.Reserved && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
 				// Another process, which holds it, asks again (lockctl
 				// acquire from a shell that holds it): it waits on lockctl,
 				// so waiting would wait on itself. (A goroutine of this
@@ -660,6 +674,9 @@ func whoHolds(res verdict.Result) string {
 	h := res.Holder
 	if h == nil && len(res.Kernel) > 0 && res.Kernel[0].Pid > 0 {
 		h = &scan.Holder{Pid: int64(res.Kernel[0].Pid), Command: res.Kernel[0].Comm}
+	}
+	if res.Verdict == verdict.Live && h != nil && h.Reserved {
+		return res.Reason
 	}
 	if res.Verdict == verdict.Live && h != nil {
 		s := fmt.Sprintf("held by pid %d", h.Pid)

@@ -25,9 +25,17 @@ func newToken(pid int) string {
 // it; a test keeps the two in step.
 func encode(h scan.Holder) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", scan.LockctlMagic)
+	magic := scan.LockctlMagic
+	if h.Reserved {
+		magic = scan.ReserveMagic
+	}
+	fmt.Fprintf(&b, "%s\n", magic)
 	fmt.Fprintf(&b, "token %s\npid %d\nstart %d\nboot %s\npidns %s\nhost %s\ncommand %s\nacquired %s\n",
 		h.Token, h.Pid, h.Start, h.BootID, h.PidNS, h.Host, oneLine(h.Command), h.Since.UTC().Format(time.RFC3339Nano))
+	if h.Reserved {
+		fmt.Fprintf(&b, "reserved-until %d\ntimens %d\n", int64(h.Until), int64(h.TimeNS))
+		return []byte(b.String())
+	}
 	for _, a := range h.Also {
 		fmt.Fprintf(&b, "also %d %d\n", a.Pid, a.Start)
 	}

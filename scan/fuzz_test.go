@@ -196,6 +196,7 @@ func FuzzParseLockctl(f *testing.F) {
 	f.Add([]byte("lockctl-lock 1\ntoken 42." + strings.Repeat("ab", 16) + ".1\npid 42\nstart 35162\nboot b\npidns pid:[4026531836]\nhost h\ncommand c\nacquired 2026-11-29T12:00:00Z\n"))
 	f.Add([]byte("lockctl-lock 1\ntoken 42." + strings.Repeat("ab", 16) + ".1\npid 42\nstart 1\nboot b\npidns p\nhost h\ncommand c\nacquired 2026-11-29T12:00:00.5Z\nalso 43 2\n"))
 	f.Add([]byte("lockctl-lock 2\n"))
+	f.Add([]byte("lockctl-lock 2\ntoken 42." + strings.Repeat("ab", 16) + ".1\npid 42\nstart 1\nboot b\npidns p\nhost h\ncommand c\nacquired 2026-11-29T12:00:00.5Z\nreserved-until 1265360455287\ntimens -3600000000000\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := scan.ParseLockctl(b)
 		if err != nil {
@@ -203,6 +204,11 @@ func FuzzParseLockctl(f *testing.F) {
 				t.Fatalf("ParseLockctl returned a holder with error %v", err)
 			}
 			return
+		}
+		// Only version 2 is a reservation, and a reservation names its
+		// reserver alone.
+		if h.Reserved != strings.HasPrefix(string(b), scan.ReserveMagic+"\n") || h.Reserved && len(h.Also) > 0 {
+			t.Fatalf("ParseLockctl read %q as reserved=%v with %d also", b, h.Reserved, len(h.Also))
 		}
 		if tpid, ok := scan.ParseBToken(h.Token); !ok || tpid != h.Pid || !h.HasStart {
 			t.Fatalf("ParseLockctl accepted token %q for pid %d (start fenced %v)", h.Token, h.Pid, h.HasStart)

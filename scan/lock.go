@@ -150,6 +150,14 @@ type Holder struct {
 	Booted time.Time
 	// HostAddr says Host is an IP address, not a host name (Firefox).
 	HostAddr bool
+	// Reserved says the record is a reservation (lockctl reserve): the
+	// lock is held for a worker not started yet until Until, a time on
+	// this boot's CLOCK_MONOTONIC as the host's time namespace counts it.
+	// TimeNS is the monotonic offset of the writer's time namespace. Pid
+	// is the reserver, whose exit frees nothing.
+	Reserved bool
+	Until    time.Duration
+	TimeNS   time.Duration
 }
 
 // Identity is one process, named for the life of a boot: a pid and its

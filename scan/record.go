@@ -302,7 +302,7 @@ func parseKeyValue(body string) (Format, *Holder, error) {
 // parseClaimed reads the record a side file holds. token, when known from
 // the side file's name, selects generation B. The content decides otherwise.
 func parseClaimed(b []byte, token string) (*Holder, error) {
-	if bytes.HasPrefix(b, []byte(LockctlMagic+"\n")) {
+	if bytes.HasPrefix(b, []byte(LockctlMagic+"\n")) || bytes.HasPrefix(b, []byte(ReserveMagic+"\n")) {
 		return ParseLockctl(b)
 	}
 	if bytes.HasPrefix(b, []byte("token ")) {
@@ -327,6 +327,12 @@ func parseClaimed(b []byte, token string) (*Holder, error) {
 // LockctlMagic is the first line of lockctl's own record, with its version.
 const LockctlMagic = "lockctl-lock 1"
 
+// ReserveMagic is the first line of a reservation (lockctl reserve): a
+// record whose pid, the reserver, need not live, and which is held until
+// its deadline. A reader of version 1 only reads it as malformed, so
+// owner-less, and never as gone once the reserver exits.
+const ReserveMagic = "lockctl-lock 2"
+
 // ParseLockctl parses lockctl's own holder record (docs/format.md): the
 // versioned first line, then token, pid, start, boot, pidns, host, command
 // and acquired, in that order, then zero or more "also <pid> <start>" lines.
@@ -340,7 +346,8 @@ func ParseLockctl(b []byte) (*Holder, error) {
 	if len(ls) < 9 {
 		return nil, malformed(f, "%d lines, want at least 9", len(ls))
 	}
-	if ls[0] != LockctlMagic {
+	reserved := ls[0] == ReserveMagic
+	if ls[0] != LockctlMagic && !reserved {
 		return nil, malformed(f, "the first line is not %q", LockctlMagic)
 	}
 	keys := []string{"token", "pid", "start", "boot", "pidns", "host", "command", "acquired"}
@@ -368,6 +375,9 @@ func ParseLockctl(b []byte) (*Holder, error) {
 	if h.Since, err = time.Parse(time.RFC3339Nano, v[7]); err != nil {
 		return nil, malformed(f, "the acquired time is not RFC 3339")
 	}
+	if reserved {
+		return parseReservation(f, &h, ls[9:])
+	}
 	for i, l := range ls[9:] {
 		rest, ok := strings.CutPrefix(l, "also ")
 		pid, start, ok2 := strings.Cut(rest, " ")
@@ -379,4 +389,32 @@ func ParseLockctl(b []byte) (*Holder, error) {
 		h.Also = append(h.Also, Identity{Pid: p, Start: st})
 	}
 	return &h, nil
+}
+
+// parseReservation reads the two lines that end a reservation:
+// "reserved-until <ns>" (CLOCK_MONOTONIC of this boot, as the host's own
+// time namespace counts it) and "timens <ns>" (the writer's time
+// namespace's monotonic offset).
+func parseReservation(f Format, h *Holder, ls []string) (*Holder, error) {
+	if len(ls) != 2 {
+		return nil, malformed(f, "a reservation ends with reserved-until and timens lines, and has %d lines after acquired", len(ls))
+	}
+	until, err := field(f, ls[0], "reserved-until", 10)
+	if err != nil {
+		return nil, err
+	}
+	off, err := field(f, ls[1], "timens", 11)
+	if err != nil {
+		return nil, err
+	}
+	u, err := strconv.ParseInt(until, 10, 64)
+	if err != nil || !isDigits(until) {
+		return nil, malformed(f, "reserved-until is not a number of nanoseconds")
+	}
+	o, err := strconv.ParseInt(off, 10, 64)
+	if err != nil || !isDigits(strings.TrimPrefix(off, "-")) {
+		return nil, malformed(f, "timens is not a number of nanoseconds")
+	}
+	h.Reserved, h.Until, h.TimeNS = true, time.Duration(u), time.Duration(o)
+	return h, nil
 }

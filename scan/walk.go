@@ -698,7 +698,7 @@ func (r Record) Format() Format {
 	switch {
 	case r.Holder == nil:
 		return FormatUnrecognized
-	case strings.HasPrefix(string(r.Raw), LockctlMagic+"\n"):
+	case strings.HasPrefix(string(r.Raw), LockctlMagic+"\n") || r.Holder.Reserved:
 		return FormatLockctl
 	case strings.HasPrefix(string(r.Raw), "token "):
 		if _, ok := ParseBToken(r.Holder.Token); ok {

@@ -21,6 +21,12 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 		// The build directory is the side file itself; its record, read or
 		// not (past the read limit), is not needed: the name says its maker.
 		sub, _, _ := strings.Cut(c.Record.File, "/")
+		if spentReservation(l, c) {
+			if p := j.probeSide(l, c); p.State == StateAbsent || p.State == StateZombie {
+				steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, c.Record.File)})
+			}
+			continue
+		}
 		if c.Kind != scan.ClaimBuild || !c.Maker {
 			continue
 		}
@@ -29,6 +35,21 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 		}
 	}
 	return steps
+}
+
+// spentReservation reports whether c is a reservation claimed out of l by
+// an adoption or a release (lockctl adopt, lockctl release --token) that
+// got as far as the lock holding another record: the worker's, or a later
+// holder's once the released lock was taken again. The reservation can
+// never go back without destroying that record, so once its claimer is
+// gone the claim is debris.
+func spentReservation(l *scan.Lock, c scan.Claim) bool {
+	h := c.Record.Holder
+	if c.Kind != scan.ClaimRelease || !c.Maker || h == nil || !h.Reserved || l.Kind != scan.KindDir || len(l.Holders) != 1 {
+		return false
+	}
+	cur := l.Holders[0].Holder
+	return cur != nil && cur.Token != h.Token
 }
 
 // claimed judges a lock with no holder but with claims or staging beside it:

@@ -64,6 +64,14 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 	if jd, decided := j.placeOf(h, fs); decided {
 		return jd
 	}
+	if h.Reserved {
+		// Of this host and boot: judged by its deadline, not by a pid,
+		// and in any pid namespace, since the clock is the kernel's.
+		return j.reservation(h)
+	}
+	if jd, decided := j.nsOf(h, fs); decided {
+		return jd
+	}
 	written := info.Mtime
 	// A pid of a record that names its namespace (lockctl's own, a
 	// generation B scope) is of this namespace by now; any other could have
@@ -170,6 +178,19 @@ func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 	if h.Host == "" && fs.Remote {
 		return out(Foreign, "the record is a bare pid on a network file system (%s), where it may belong to another host: judge it on the host that wrote it", fs.Name)
 	}
+	return jd, false
+}
+
+// nsOf judges a record of this host and boot by its pid namespace: decided
+// is true when that alone gives the verdict (another namespace, in use or
+// ended).
+func (j *Judge) nsOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
+	jd := judged{holder: h}
+	out := func(v Verdict, format string, args ...any) (judged, bool) {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd, true
+	}
+	thisKernel := h.BootID != "" && h.BootID == j.Host.BootID && !fs.Remote
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
 		if !thisKernel {
 			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)

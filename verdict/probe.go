@@ -96,6 +96,13 @@ type Host struct {
 	// BootTime) and the clock tick rate; on macOS the Unix epoch and 1e6.
 	StartBase time.Time
 	Ticks     int64
+	// Clock reads this time namespace's CLOCK_MONOTONIC (nil where it
+	// cannot be read), and ClockOffset is that namespace's monotonic
+	// offset (zero outside one), with ClockErr when it cannot be read: a
+	// reservation's deadline is judged by them.
+	Clock       func() (time.Duration, error)
+	ClockOffset time.Duration
+	ClockErr    error
 }
 
 // Started converts a process start time (Proc.Start) to wall-clock time.

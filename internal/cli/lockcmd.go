@@ -131,10 +131,14 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 calling process, or --holder-pid), checked by pid and start time; for any
 other process it is refused and nothing is touched. This guards against
 releasing another's lock by mistake; it is not access control: anyone who
-may write the registry directory may name any pid with --holder-pid.`,
+may write the registry directory may name any pid with --holder-pid.
+
+With --token, it gives up a reservation (lockctl reserve) that no worker has
+adopted: the dispatcher's step when the dispatch provably failed.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
+				&cli.StringFlag{Name: "token", Usage: "give up the reservation lockctl reserve printed `TOKEN` for, unadopted"},
 				kindFlag,
 			},
 			Action: releaseAction,
@@ -161,7 +165,7 @@ Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag},
 			Action:       runAction,
 		},
-	}, gateCommands()...)
+	}, append(reserveCommands(onUsage), gateCommands()...)...)
 }
 
 func lockPathArg(c *cli.Context, want int) (string, error) {
@@ -293,6 +297,8 @@ func acquireError(path string, err error) error {
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("ask the lock's owner, or root, to run 'lockctl doctor --fix %s'", q)}
 	case errors.As(err, &again):
 		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("it holds the lock already: release it first ('lockctl release %s'), or go on holding it", q)}
+	case errors.As(err, &held) && held.Holder.Reserved:
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("it is reserved for a worker that has not started yet: wait for the worker to adopt it and finish, or for the grace to pass; 'lockctl doctor %s' shows the deadline", q)}
 	case errors.As(err, &held) && held.Holder.Pid <= 0:
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("the kernel holds it for its holder: wait for it; 'lockctl doctor %s' shows what can be seen of it", q)}
 	case errors.As(err, &held):
@@ -347,6 +353,16 @@ func acquireAction(c *cli.Context) error {
 }
 
 func releaseAction(c *cli.Context) error {
+	if tok := c.String("token"); tok != "" {
+		if c.IsSet("holder-pid") {
+			return usageErr("release: --token gives up a reservation, which no pid holds; leave out --holder-pid")
+		}
+		path, err := lockPathArg(c, 1)
+		if err != nil {
+			return err
+		}
+		return reservationError(path, lock.ReleaseReservation(path, tok))
+	}
 	path, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err

@@ -48,7 +48,9 @@ func LocalHost() verdict.Host {
 	if tv, err := unix.SysctlTimeval("kern.boottime"); err == nil && tv.Sec > 0 {
 		boot = time.Unix(tv.Sec, int64(tv.Usec)*1000)
 	}
-	return macHost(name, session, boot)
+	h := macHost(name, session, boot)
+	h.Clock = Monotonic // macOS has no time namespaces: no offset
+	return h
 }
 
 // The offsets ParseKinfo reads must be those of x/sys's KinfoProc, which

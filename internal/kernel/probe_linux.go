@@ -162,6 +162,38 @@ type timeOffset struct {
 	err   error
 }
 
+// monoOffset is the monotonic offset of this process's time namespace: what
+// it adds to the host's CLOCK_MONOTONIC. Zero on a kernel without time
+// namespaces.
+func monoOffset() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/self/timens_offsets")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot read /proc/self/timens_offsets: %w", errors.Unwrap(err))
+	}
+	return parseOffset(b, "monotonic")
+}
+
+// parseOffset reads the line of clock (monotonic or boottime) of a
+// timens_offsets file: "<clock> <seconds> <nanoseconds>".
+func parseOffset(b []byte, clock string) (time.Duration, error) {
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != clock {
+			continue
+		}
+		sec, err1 := strconv.ParseInt(f[1], 10, 64)
+		nsec, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || nsec < 0 || nsec >= 1e9 || sec > 1<<33 || sec < -(1<<33) {
+			break
+		}
+		return time.Duration(sec)*time.Second + time.Duration(nsec), nil
+	}
+	return 0, fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)
+}
+
 var bootOffset = sync.OnceValue(func() timeOffset {
 	b, err := os.ReadFile("/proc/self/timens_offsets")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -178,24 +210,15 @@ var bootOffset = sync.OnceValue(func() timeOffset {
 // it must be a whole number of: field 22 is rounded after the offset is
 // added, so any other offset cannot be taken off exactly.
 func parseBootOffset(b []byte, ticks int64) timeOffset {
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 3 || f[0] != "boottime" {
-			continue
-		}
-		sec, err1 := strconv.ParseInt(f[1], 10, 64)
-		nsec, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil || nsec < 0 || nsec >= 1e9 || sec > 1<<33 || sec < -(1<<33) || ticks <= 0 {
-			break
-		}
-		d := time.Duration(sec)*time.Second + time.Duration(nsec)
-		per := time.Second / time.Duration(ticks)
-		if d%per != 0 {
-			return timeOffset{err: fmt.Errorf("this time namespace's boottime offset (%s) is not a whole number of clock ticks, so start times cannot be compared", d)}
-		}
-		return timeOffset{d: d, ticks: int64(d / per)}
+	d, err := parseOffset(b, "boottime")
+	if err != nil || ticks <= 0 {
+		return timeOffset{err: fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)}
 	}
-	return timeOffset{err: fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)}
+	per := time.Second / time.Duration(ticks)
+	if d%per != 0 {
+		return timeOffset{err: fmt.Errorf("this time namespace's boottime offset (%s) is not a whole number of clock ticks, so start times cannot be compared", d)}
+	}
+	return timeOffset{d: d, ticks: int64(d / per)}
 }
 
 func retryFd(f func() (int, error)) (int, error) {
@@ -247,6 +270,8 @@ func LocalHost() verdict.Host {
 		}
 	}
 	h.Ticks = clockTicks()
+	h.Clock = Monotonic
+	h.ClockOffset, h.ClockErr = monoOffset()
 	return h
 }
 

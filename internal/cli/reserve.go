@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lockctl/lockctl/lock"
+	"github.com/lockctl/lockctl/report"
+)
+
+// The reservation commands: reserve, adopt, and release --token (in
+// releaseAction). docs/format.md, "Reservations".
+
+func reserveCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:      "reserve",
+			Usage:     "take a lock for a worker that has not started yet, for a grace period",
+			ArgsUsage: "LOCK",
+			Description: `Takes LOCK (waiting as acquire does) and prints a token. The lock is held,
+whether or not the caller still runs, until the worker adopts it with
+'lockctl adopt --token TOKEN LOCK', the caller gives it up with
+'lockctl release --token TOKEN LOCK' (the dispatch provably failed), or
+--grace passes with no adoption; then it reads as gone and the next acquire
+breaks it. The deadline is on this boot's monotonic clock: a wall-clock step
+cannot shorten it, and a reboot ends it. A dispatch that timed out, where
+the worker may exist unlisted, should keep its reservation and let the
+grace end it.
+
+Exit status: 0 reserved (the token is on stdout), 75 the wait timed out,
+1 other failure, 2 usage.`,
+			OnUsageError: onUsage,
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "grace", Usage: "how long the reservation waits for its worker, `D` (e.g. 30s)", Required: true},
+				timeoutFlag, kindFlag, quietFlag,
+			},
+			Action: reserveAction,
+		},
+		{
+			Name:      "adopt",
+			Usage:     "take over a reserved lock as its worker",
+			ArgsUsage: "LOCK",
+			Description: `Makes the calling process (or --holder-pid) the holder of the lock that
+'lockctl reserve' printed TOKEN for, with no moment at which the lock is
+free. It is then released like any acquired lock ('lockctl release LOCK'),
+or reads as gone once the worker exits. A reservation whose grace has
+passed, or that was released or broken, is not adopted.
+
+Exit status: 0 adopted, 1 not adopted (the message says why), 2 usage.`,
+			OnUsageError: onUsage,
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "token", Usage: "the `TOKEN` lockctl reserve printed", Required: true},
+				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
+				kindFlag,
+			},
+			Action: adoptAction,
+		},
+	}
+}
+
+// reservationsRefuseKernelLocks refuses reserve on a kernel-lock path: a
+// reservation outlives its reserver, and no process would hold the kernel
+// lock that makes such a path held.
+func reservationsRefuseKernelLocks(c *cli.Context, path string) error {
+	k, by, err := lockKind(c, path)
+	if err != nil || k != lock.KindKernel {
+		return err
+	}
+	return &exitCode{code: ExitError,
+		err:  fmt.Errorf("%s: %s is a kernel lock (%s): it is held only while a process keeps it open, and a reservation outlives the process that made it", c.Command.Name, path, by),
+		hint: "reserve a directory lock instead (--kind dir, a path that is not a kernel-lock file)"}
+}
+
+func reserveAction(c *cli.Context) error {
+	path, err := lockPathArg(c, 1)
+	if err != nil {
+		return err
+	}
+	if err := reservationsRefuseKernelLocks(c, path); err != nil {
+		return err
+	}
+	if err := checkTimeout(c); err != nil {
+		return err
+	}
+	grace := c.Duration("grace")
+	if grace <= 0 {
+		return usageErr("--grace %s: give the time the worker has to adopt the lock, such as 30s", grace)
+	}
+	ctx, cancel := waitContext(c)
+	defer cancel()
+	// The reserver is the caller, named in the record for the operator;
+	// its exit frees nothing. lockctl itself stands in when the caller's
+	// start time cannot be read.
+	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
+	if opts.Pid <= 1 {
+		opts = lock.Options{Hook: opts.Hook, Waiting: opts.Waiting}
+	}
+	r, err := lock.Reserve(ctx, path, grace, opts)
+	if err != nil {
+		return acquireError(path, err)
+	}
+	fmt.Fprintln(c.App.Writer, r.Token)
+	return nil
+}
+
+func adoptAction(c *cli.Context) error {
+	path, pid, err := lockAndHolder(c)
+	if err != nil {
+		return err
+	}
+	if err := notForKernelLocks(c, path); err != nil {
+		return err
+	}
+	_, err = lock.Adopt(path, c.String("token"), lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(c.App.ErrWriter)})
+	return reservationError(path, err)
+}
+
+// reservationError maps adopt's and release --token's errors to an exit
+// status and the next step.
+func reservationError(path string, err error) error {
+	var (
+		bad   *lock.BadPathError
+		not   *lock.NotReservedError
+		ended *lock.ReservationEndedError
+	)
+	q := report.ShellQuote(path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &bad):
+		return &exitCode{code: ExitError, err: err}
+	case errors.As(err, &ended):
+		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("the worker started too late: its dispatcher should reserve %s again and send the work again", q)}
+	case errors.As(err, &not):
+		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("'lockctl doctor %s' shows what holds it now", q)}
+	}
+	return &exitCode{code: ExitAttention, err: err}
+}
