@@ -269,6 +269,8 @@ func addDetail(res *verdict.Result) {
 	}
 	pid := int64(0)
 	switch {
+	case res.Holder != nil && res.Holder.Reserved:
+		return // the reserver need not run, and its pid may be another's now
 	case res.Holder != nil:
 		pid = res.Holder.Pid
 	case len(res.Kernel) > 0:

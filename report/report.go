@@ -192,6 +192,9 @@ type jsonHolder struct {
 	User    string   `json:"user,omitempty"`
 	Uid     *int     `json:"uid,omitempty"`
 	Started string   `json:"started,omitempty"`
+	// ReservedUntil is when a reservation (lockctl reserve) ends unless a
+	// worker adopts it, estimated in wall time; the holder is its reserver.
+	ReservedUntil string `json:"reserved_until,omitempty"`
 }
 
 // lockTypes are /proc/locks' names for each kind of kernel lock.
@@ -330,6 +333,9 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		if k := res.Kernel; len(k) > 0 && int64(k[0].Pid) == h.Pid {
 			jh.LockType, jh.LockMode = lockTypes[k[0].How], k[0].Mode
 		}
+		if !res.ReservedUntil.IsZero() {
+			jh.ReservedUntil = res.ReservedUntil.UTC().Format(time.RFC3339Nano)
+		}
 		j.Holder = jh
 	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
 		jh := kernelJSON(k[0])
@@ -408,6 +414,9 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 	line("why", Clean(res.Reason))
 	if h := res.Holder; h != nil {
 		hs := "pid " + Clean(h.PidText)
+		if h.Reserved {
+			hs = "reserved by pid " + Clean(h.PidText)
+		}
 		if h.PidText == "" {
 			hs = fmt.Sprintf("pid %d", h.Pid)
 		}

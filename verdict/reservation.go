@@ -45,7 +45,8 @@ func (j *Judge) reservation(h *scan.Holder) judged {
 		return out(Unknown, "reserved for a worker (by %s), and the monotonic clock cannot be read: %s", by, errText(err))
 	}
 	left := h.Until - (now - j.Host.ClockOffset)
-	until := time.Now().Add(left).UTC().Format("15:04:05")
+	jd.until = time.Now().Add(left)
+	until := jd.until.UTC().Format("15:04:05")
 	if left > 0 {
 		return out(Live, "reserved for a worker until %s (by %s; %s left): the worker takes it over with 'lockctl adopt --token', the reserver gives it up with 'lockctl release --token'", until, by, left.Round(100*time.Millisecond))
 	}

@@ -101,6 +101,9 @@ type Result struct {
 	// Detail describes a live holder's process, for the report (filled by
 	// report.Doctor, not by Judge).
 	Detail *ProcDetail
+	// ReservedUntil is when a reservation ends (a reservation's Holder),
+	// in wall time as estimated from the monotonic clock; zero otherwise.
+	ReservedUntil time.Time
 	// Debris is what to remove of the unpublished lock builds left beside
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
@@ -141,6 +144,7 @@ type judged struct {
 	reason  string
 	holder  *scan.Holder
 	started time.Time
+	until   time.Time // a reservation's end (Result.ReservedUntil)
 }
 
 func (a *judged) moreHeld(b judged) bool { return a == nil || heldness[b.v] > heldness[a.v] }
@@ -219,7 +223,7 @@ func (j *Judge) judge(l *scan.Lock) Result {
 }
 
 func (r Result) set(jd judged) Result {
-	r.Verdict, r.Reason, r.Holder, r.Started = jd.v, jd.reason, jd.holder, jd.started
+	r.Verdict, r.Reason, r.Holder, r.Started, r.ReservedUntil = jd.v, jd.reason, jd.holder, jd.started, jd.until
 	return r
 }
 
