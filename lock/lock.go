@@ -67,6 +67,9 @@ type Options struct {
 	// Waiting, when set, is told who holds the lock once a wait has lasted
 	// a second, and again whenever that changes: "held by pid 812 (rsync)".
 	Waiting func(who string)
+	// Root, when set, is the repository root a keyed lock occupies
+	// (RootLock): the record names it, for doctor to show.
+	Root string
 	// Start, when set, starts the holding process once the lock is built
 	// beside its name and this process's flock is on it, before its record
 	// is written: it is handed that open directory (nil where there is no
@@ -268,7 +271,7 @@ func holder(opts Options) (scan.Holder, error) {
 	rec := scan.Holder{
 		Pid: int64(pid), PidText: strconv.Itoa(pid), Start: start, HasStart: true,
 		BootID: h.BootID, PidNS: h.PidNS, Host: h.Name, Command: opts.Command,
-		Token: newToken(pid), Since: time.Now(),
+		Token: newToken(pid), Since: time.Now(), Root: opts.Root,
 	}
 	if rec.Command == "" {
 		rec.Command = filepath.Base(os.Args[0])

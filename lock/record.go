@@ -32,6 +32,10 @@ func encode(h scan.Holder) []byte {
 	fmt.Fprintf(&b, "%s\n", magic)
 	fmt.Fprintf(&b, "token %s\npid %d\nstart %d\nboot %s\npidns %s\nhost %s\ncommand %s\nacquired %s\n",
 		h.Token, h.Pid, h.Start, h.BootID, h.PidNS, h.Host, oneLine(h.Command), h.Since.UTC().Format(time.RFC3339Nano))
+	if h.Root != "" {
+		// Acquire refuses a root that cannot be written on one line.
+		fmt.Fprintf(&b, "root %s\n", h.Root)
+	}
 	if h.Reserved {
 		fmt.Fprintf(&b, "reserved-until %d\ntimens %d\n", int64(h.Until), int64(h.TimeNS))
 		return []byte(b.String())

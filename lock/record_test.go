@@ -46,6 +46,13 @@ func TestLockRecordRoundTrip(t *testing.T) {
 		{name: "reservation", edit: func(h *scan.Holder) {
 			h.Reserved, h.Until, h.TimeNS = true, 1265360455287, 0
 		}, wantCommand: "agmsg-send"},
+		{name: "keyed", edit: func(h *scan.Holder) {
+			h.Root = "/srv/repos/app with spaces"
+			h.Also = []scan.Identity{{Pid: 7, Start: 8}}
+		}, wantCommand: "agmsg-send"},
+		{name: "keyed reservation", edit: func(h *scan.Holder) {
+			h.Root, h.Reserved, h.Until = "/srv/app", true, 42
+		}, wantCommand: "agmsg-send"},
 		{name: "reservation in a time namespace", edit: func(h *scan.Holder) {
 			h.Reserved, h.Until, h.TimeNS = true, 1<<62, -86400*time.Second
 		}, wantCommand: "agmsg-send"},
@@ -63,6 +70,9 @@ func TestLockRecordRoundTrip(t *testing.T) {
 				// Its own version line, so that a reader of version 1
 				// never judges it by the reserver's pid.
 				magic, extra = scan.ReserveMagic, 2
+			}
+			if h.Root != "" {
+				extra++
 			}
 			if lines[0] != magic || len(lines) != 9+extra || !strings.HasSuffix(string(rec), "\n") {
 				t.Fatalf("encode wrote %d lines starting %q, want %q then 8 fields and %d more lines, newline-terminated:\n%s", len(lines), lines[0], magic, extra, rec)

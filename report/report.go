@@ -195,6 +195,8 @@ type jsonHolder struct {
 	// ReservedUntil is when a reservation (lockctl reserve) ends unless a
 	// worker adopts it, estimated in wall time; the holder is its reserver.
 	ReservedUntil string `json:"reserved_until,omitempty"`
+	// Root is the repository root a keyed lock (--root) occupies.
+	Root string `json:"root,omitempty"`
 }
 
 // lockTypes are /proc/locks' names for each kind of kernel lock.
@@ -322,7 +324,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		j.Modified = res.Modified.UTC().Format(time.RFC3339)
 	}
 	if h := res.Holder; h != nil {
-		jh := &jsonHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Token: h.Token}
+		jh := &jsonHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Token: h.Token, Root: h.Root}
 		if !res.Started.IsZero() {
 			jh.Start = res.Started.UTC().Format(time.RFC3339)
 		}
@@ -436,6 +438,9 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 			hs += ", user " + Clean(d.User)
 		}
 		line("holder", hs)
+		if h.Root != "" {
+			line("root", "occupies "+Clean(h.Root)+" (a keyed lock: lockctl --root)")
+		}
 	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
 		line("holder", kernelText(k[0]))
 	}

@@ -158,6 +158,9 @@ type Holder struct {
 	Reserved bool
 	Until    time.Duration
 	TimeNS   time.Duration
+	// Root is the repository root a keyed lock (--root) occupies, as its
+	// holder resolved it: an absolute path, or "".
+	Root string
 }
 
 // Identity is one process, named for the life of a boot: a pid and its

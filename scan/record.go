@@ -375,16 +375,26 @@ func ParseLockctl(b []byte) (*Holder, error) {
 	if h.Since, err = time.Parse(time.RFC3339Nano, v[7]); err != nil {
 		return nil, malformed(f, "the acquired time is not RFC 3339")
 	}
-	if reserved {
-		return parseReservation(f, &h, ls[9:])
+	rest := ls[9:]
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "root ") {
+		// A keyed lock (--root): the repository root it occupies.
+		h.Root = strings.TrimPrefix(rest[0], "root ")
+		if !strings.HasPrefix(h.Root, "/") {
+			return nil, malformed(f, "line 10: the root is not an absolute path")
+		}
+		rest = rest[1:]
 	}
-	for i, l := range ls[9:] {
+	if reserved {
+		return parseReservation(f, &h, rest, len(ls)-len(rest)+1)
+	}
+	first := len(ls) - len(rest) + 1 // the line number of rest[0]
+	for i, l := range rest {
 		rest, ok := strings.CutPrefix(l, "also ")
 		pid, start, ok2 := strings.Cut(rest, " ")
 		p, ok3 := parsePid(pid)
 		st, err := strconv.ParseUint(start, 10, 64)
 		if !ok || !ok2 || !ok3 || err != nil || !isDigits(start) {
-			return nil, malformed(f, "line %d is not \"also <pid> <start>\"", i+10)
+			return nil, malformed(f, "line %d is not \"also <pid> <start>\"", first+i)
 		}
 		h.Also = append(h.Also, Identity{Pid: p, Start: st})
 	}
@@ -395,15 +405,15 @@ func ParseLockctl(b []byte) (*Holder, error) {
 // "reserved-until <ns>" (CLOCK_MONOTONIC of this boot, as the host's own
 // time namespace counts it) and "timens <ns>" (the writer's time
 // namespace's monotonic offset).
-func parseReservation(f Format, h *Holder, ls []string) (*Holder, error) {
+func parseReservation(f Format, h *Holder, ls []string, first int) (*Holder, error) {
 	if len(ls) != 2 {
-		return nil, malformed(f, "a reservation ends with reserved-until and timens lines, and has %d lines after acquired", len(ls))
+		return nil, malformed(f, "a reservation ends with reserved-until and timens lines, and has %d lines after those before them", len(ls))
 	}
-	until, err := field(f, ls[0], "reserved-until", 10)
+	until, err := field(f, ls[0], "reserved-until", first)
 	if err != nil {
 		return nil, err
 	}
-	off, err := field(f, ls[1], "timens", 11)
+	off, err := field(f, ls[1], "timens", first+1)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ cover), or when the report cannot be written.`,
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "exit by the locks found even when some directories could not be read (by default an incomplete look exits 2)"},
 			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
+			rootFlag, topFlag,
 		},
 		Action: doctorAction,
 	}
@@ -159,6 +160,10 @@ func doctorAction(c *cli.Context) error {
 	for _, n := range tally.Counts {
 		total += n
 	}
+	if total == 0 && d.root != "" && (d.form.format == formatText || d.form.format == formatTable) {
+		fmt.Fprintf(c.App.Writer, "no lock occupies %s\n", d.root)
+		return nil
+	}
 	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot {
 		names := "the default names (" + strings.Join(scan.DefaultNames, ", ") + ", and the known producers' lock files)"
 		if c.IsSet("name") {
@@ -195,6 +200,7 @@ type doctorRun struct {
 	only  map[verdict.Verdict]bool // --only: nil writes every lock
 	now   time.Time
 	quiet bool
+	root  string // --root: the root whose keyed lock alone is judged
 }
 
 // newDoctorRun turns doctor's flags into the options of report.Doctor.
@@ -212,7 +218,21 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	if d.form, err = parseReportForm(c); err != nil {
 		return nil, err
 	}
-	if d.opts.Match, err = scan.NewMatcher(c.StringSlice("name")); err != nil {
+	names := c.StringSlice("name")
+	if c.IsSet("root") {
+		// The one keyed lock of that root, with what lies beside it.
+		if c.NArg() > 0 || c.IsSet("name") {
+			return nil, usageErr("doctor --root judges that root's lock alone: leave out PATHs and --name")
+		}
+		root, path, err := keyedLock(c)
+		if err != nil {
+			return nil, err
+		}
+		d.root = root
+		names = []string{filepath.Base(path)}
+		d.opts.Paths, d.opts.Named = []string{filepath.Dir(path)}, true
+	}
+	if d.opts.Match, err = scan.NewMatcher(names); err != nil {
 		return nil, usageErr("%v", err)
 	}
 	legacy := c.Duration("legacy-older-than")
@@ -222,7 +242,9 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	if legacy < 0 || c.IsSet("legacy-older-than") && legacy == 0 {
 		return nil, usageErr("--legacy-older-than must be positive (a duration such as 1h)")
 	}
-	d.opts.Paths, d.opts.Named = c.Args().Slice(), true
+	if d.root == "" {
+		d.opts.Paths, d.opts.Named = c.Args().Slice(), true
+	}
 	if len(d.opts.Paths) == 0 {
 		d.opts.Paths, d.opts.Named = defaultPaths()
 	}

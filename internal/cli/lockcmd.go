@@ -119,7 +119,7 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 			Flags: []cli.Flag{
 				timeoutFlag,
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
-				kindFlag, quietFlag,
+				kindFlag, quietFlag, rootFlag, topFlag,
 			},
 			Action: acquireAction,
 		},
@@ -139,7 +139,7 @@ adopted: the dispatcher's step when the dispatch provably failed.`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
 				&cli.StringFlag{Name: "token", Usage: "give up the reservation lockctl reserve printed `TOKEN` for, unadopted"},
-				kindFlag,
+				kindFlag, rootFlag, topFlag,
 			},
 			Action: releaseAction,
 		},
@@ -162,13 +162,35 @@ dpkg, apt and Python's lockf on the same path.
 
 Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			OnUsageError: onUsage,
-			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag},
+			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag},
 			Action:       runAction,
 		},
 	}, append(reserveCommands(onUsage), gateCommands()...)...)
 }
 
 func lockPathArg(c *cli.Context, want int) (string, error) {
+	path, _, err := lockArg(c, want)
+	return path, err
+}
+
+// lockArg is a lock command's lock: LOCK, or the keyed lock of --root
+// (then root is the tree's root, and LOCK is not given).
+func lockArg(c *cli.Context, want int) (path, root string, err error) {
+	if c.String("root") != "" {
+		if want > 0 && c.NArg() != want-1 {
+			return "", "", usageErr("%s: --root names the lock; leave out LOCK", c.Command.Name)
+		}
+		root, path, err := keyedLock(c)
+		return path, root, err
+	}
+	if c.IsSet("top") {
+		return "", "", usageErr("%s: --top goes with --root", c.Command.Name)
+	}
+	path, err = plainLockArg(c, want)
+	return path, "", err
+}
+
+func plainLockArg(c *cli.Context, want int) (string, error) {
 	if c.NArg() < 1 {
 		return "", usageErr("%s: missing LOCK", c.Command.Name)
 	}
@@ -322,17 +344,17 @@ func acquireError(path string, err error) error {
 }
 
 // lockAndHolder reads acquire's and release's LOCK and holder pid.
-func lockAndHolder(c *cli.Context) (string, int, error) {
-	path, err := lockPathArg(c, 1)
+func lockAndHolder(c *cli.Context) (string, string, int, error) {
+	path, root, err := lockArg(c, 1)
 	if err != nil {
-		return "", 0, err
+		return "", "", 0, err
 	}
 	pid, err := holderPid(c)
-	return path, pid, err
+	return path, root, pid, err
 }
 
 func acquireAction(c *cli.Context) error {
-	path, pid, err := lockAndHolder(c)
+	path, root, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
 	}
@@ -345,7 +367,7 @@ func acquireAction(c *cli.Context) error {
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
-	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Root: root, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		return acquireError(path, err)
 	}
@@ -363,7 +385,7 @@ func releaseAction(c *cli.Context) error {
 		}
 		return reservationError(path, lock.ReleaseReservation(path, tok))
 	}
-	path, pid, err := lockAndHolder(c)
+	path, _, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
 	}
@@ -394,7 +416,7 @@ func processName(pid int) string {
 }
 
 func runAction(c *cli.Context) error {
-	path, cmdArgs, err := runArgs(c)
+	path, root, cmdArgs, err := runArgs(c)
 	if err != nil {
 		return err
 	}
@@ -420,7 +442,7 @@ func runAction(c *cli.Context) error {
 	var child *exec.Cmd
 	var g gate
 	l, err := lock.Acquire(rs.ctx, path, lock.Options{
-		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]),
+		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]), Root: root,
 		Hook: lockHook(stderr), Waiting: waitingNote(c, path),
 		Start: func(lockDir *os.File) (int, error) {
 			s, err := rs.start(func() (*os.Process, error) {
@@ -589,21 +611,33 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	return ranWith(stderr, exitStatus(cmd.Wait()), k.Release)
 }
 
-// runArgs reads run's LOCK -- CMD [ARGS...].
-func runArgs(c *cli.Context) (string, []string, error) {
+// runArgs reads run's LOCK -- CMD [ARGS...], or with --root, -- CMD
+// [ARGS...] (then root is the tree's root).
+func runArgs(c *cli.Context) (path, root string, cmdArgs []string, err error) {
 	args := c.Args().Slice()
-	if len(args) < 2 {
-		return "", nil, usageErr("run: want LOCK -- CMD [ARGS...]")
+	want := "LOCK -- CMD [ARGS...]"
+	if c.String("root") != "" {
+		want = "--root PATH -- CMD [ARGS...]"
+	} else if len(args) > 0 {
+		path, args = args[0], args[1:]
+	} else {
+		return "", "", nil, usageErr("run: want %s", want)
 	}
-	path, cmdArgs := args[0], args[1:]
-	if cmdArgs[0] == "--" {
+	if len(args) > 0 && args[0] == "--" {
 		// urfave/cli keeps a "--" that follows a positional argument.
-		cmdArgs = cmdArgs[1:]
+		args = args[1:]
 	}
-	if len(cmdArgs) == 0 {
-		return "", nil, usageErr("run: want LOCK -- CMD [ARGS...]")
+	if len(args) == 0 {
+		return "", "", nil, usageErr("run: want %s", want)
 	}
-	return path, cmdArgs, nil
+	if c.String("root") != "" {
+		root, path, err = keyedLock(c)
+		return path, root, args, err
+	}
+	if c.IsSet("top") {
+		return "", "", nil, usageErr("run: --top goes with --root")
+	}
+	return path, "", args, nil
 }
 
 // gate is lockctl run's end of the pipe CMD's process waits on (fd 4 in

@@ -35,7 +35,7 @@ Exit status: 0 reserved (the token is on stdout), 75 the wait timed out,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "grace", Usage: "how long the reservation waits for its worker, `D` (e.g. 30s)", Required: true},
-				timeoutFlag, kindFlag, quietFlag,
+				timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag,
 			},
 			Action: reserveAction,
 		},
@@ -54,7 +54,7 @@ Exit status: 0 adopted, 1 not adopted (the message says why), 2 usage.`,
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "token", Usage: "the `TOKEN` lockctl reserve printed", Required: true},
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
-				kindFlag,
+				kindFlag, rootFlag, topFlag,
 			},
 			Action: adoptAction,
 		},
@@ -75,7 +75,7 @@ func reservationsRefuseKernelLocks(c *cli.Context, path string) error {
 }
 
 func reserveAction(c *cli.Context) error {
-	path, err := lockPathArg(c, 1)
+	path, root, err := lockArg(c, 1)
 	if err != nil {
 		return err
 	}
@@ -94,9 +94,9 @@ func reserveAction(c *cli.Context) error {
 	// The reserver is the caller, named in the record for the operator;
 	// its exit frees nothing. lockctl itself stands in when the caller's
 	// start time cannot be read.
-	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
+	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Root: root, Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
 	if opts.Pid <= 1 {
-		opts = lock.Options{Hook: opts.Hook, Waiting: opts.Waiting}
+		opts = lock.Options{Root: root, Hook: opts.Hook, Waiting: opts.Waiting}
 	}
 	r, err := lock.Reserve(ctx, path, grace, opts)
 	if err != nil {
@@ -107,14 +107,14 @@ func reserveAction(c *cli.Context) error {
 }
 
 func adoptAction(c *cli.Context) error {
-	path, pid, err := lockAndHolder(c)
+	path, root, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
 	}
 	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
-	_, err = lock.Adopt(path, c.String("token"), lock.Options{Pid: pid, Command: processName(pid), Hook: lockHook(c.App.ErrWriter)})
+	_, err = lock.Adopt(path, c.String("token"), lock.Options{Pid: pid, Command: processName(pid), Root: root, Hook: lockHook(c.App.ErrWriter)})
 	return reservationError(path, err)
 }
 
@@ -138,4 +138,28 @@ func reservationError(path string, err error) error {
 		return &exitCode{code: ExitAttention, err: err, hint: fmt.Sprintf("'lockctl doctor %s' shows what holds it now", q)}
 	}
 	return &exitCode{code: ExitAttention, err: err}
+}
+
+var rootFlag = &cli.StringFlag{Name: "root", Usage: "the lock of `PATH`'s tree, in place of LOCK: its git or Mercurial top level (a symbolic link, a bind mount or a subdirectory of it names the same lock), kept in $LOCKCTL_REGISTRY (default " + lock.DefaultRegistry + ")"}
+
+var topFlag = &cli.BoolFlag{Name: "top", Usage: "with --root: PATH is the tree's top itself (for a tree in no git or Mercurial repository)"}
+
+// keyedLock resolves --root (and --top) to the root and the path of its
+// keyed lock in the registry.
+func keyedLock(c *cli.Context) (root, path string, err error) {
+	r, err := lock.FindRoot(c.String("root"), c.Bool("top"))
+	if err != nil {
+		var bad *lock.BadPathError
+		if errors.As(err, &bad) {
+			return "", "", &exitCode{code: ExitError, err: fmt.Errorf("--root %w", err)}
+		}
+		return "", "", &exitCode{code: ExitAttention, err: err}
+	}
+	if c.IsSet("kind") && c.String("kind") == "flock" {
+		return "", "", usageErr("--root takes a directory lock, kept in the registry; --kind flock does not go with it")
+	}
+	if path, err = lock.RootLock(r); err != nil {
+		return "", "", &exitCode{code: ExitAttention, err: err}
+	}
+	return r.Path, path, nil
 }
