@@ -155,3 +155,18 @@ type BadPathError struct {
 }
 
 func (e *BadPathError) Error() string { return fmt.Sprintf("%q %s", e.Path, e.Why) }
+
+// SlotsHeldError ends a wait for a slot of a counting lock (Options.Slots)
+// whose every slot stayed held. Last is why the last slot tried was not
+// taken, one of the errors above.
+type SlotsHeldError struct {
+	Path  string
+	Slots int
+	Last  error
+}
+
+func (e *SlotsHeldError) Error() string {
+	return fmt.Sprintf("timed out acquiring a slot of %s: all %d slots are held; the last one tried: %v", e.Path, e.Slots, e.Last)
+}
+
+func (e *SlotsHeldError) Unwrap() error { return e.Last }

@@ -67,6 +67,10 @@ type Options struct {
 	// Waiting, when set, is told who holds the lock once a wait has lasted
 	// a second, and again whenever that changes: "held by pid 812 (rsync)".
 	Waiting func(who string)
+	// Slots, when more than 1, makes the lock a counting lock of that many
+	// slots (SlotPaths): Acquire takes whichever is free, and the Lock's
+	// Path is that slot's. Every caller of one lock must give the same.
+	Slots int
 	// Root, when set, is the repository root a keyed lock occupies
 	// (RootLock): the record names it, for doctor to show.
 	Root string
@@ -97,6 +101,9 @@ type Lock struct {
 	// syncPublish says the publishing rename is fsynced (a remote file
 	// system, or one of unknown kind).
 	syncPublish bool
+	// slots are the names of a counting lock's slots (Options.Slots), the
+	// first of them the lock's own name; nil for a plain lock.
+	slots []string
 	// kernel is the lock directory, open, with this process's flock on it
 	// (nil where the platform has no flock).
 	kernel *os.File
@@ -273,6 +280,9 @@ func holder(opts Options) (scan.Holder, error) {
 		BootID: h.BootID, PidNS: h.PidNS, Host: h.Name, Command: opts.Command,
 		Token: newToken(pid), Since: time.Now(), Root: opts.Root,
 	}
+	if opts.Slots > 1 {
+		rec.Slots = opts.Slots
+	}
 	if rec.Command == "" {
 		rec.Command = filepath.Base(os.Args[0])
 	}
@@ -321,9 +331,20 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, errNoFence)
 	}
 	l := &Lock{Path: abs, dir: d.Path(), name: name, hook: opts.Hook, waiting: opts.Waiting}
+	longest := name
+	if opts.Slots > 1 {
+		paths, err := SlotPaths(abs, opts.Slots)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			l.slots = append(l.slots, filepath.Base(p))
+		}
+		longest = l.slots[len(l.slots)-1]
+	}
 	fs, err := d.FS()
 	if err == nil {
-		if err := roomForSides(fs, path, name); err != nil {
+		if err := roomForSides(fs, path, longest); err != nil {
 			return nil, err
 		}
 	}
@@ -454,7 +475,11 @@ func (l *Lock) dropKernel() {
 // longer to be removed), even when the error after it says the lock could
 // not be made durable.
 func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bool, err error) {
-	abs, dir, name := l.Path, l.dir, l.name
+	abs, dir := l.Path, l.dir
+	names := l.slots
+	if len(names) == 0 {
+		names = []string{l.name}
+	}
 	host := localHost()
 	// The kernel's lock table is asked only when a holder reads gone: a
 	// running process with a flock on the lock still holds it. Nothing else
@@ -466,82 +491,100 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	var notBroken string // why the last sweep of a gone lock kept it
 	tell := waitTeller(l.waiting)
 	// w fires when the lock directory of inode watchIno is removed or
-	// moved away: a release, or a break.
+	// moved away: a release, or a break. (With slots, the wait polls.)
 	var w *watch
 	var watchIno uint64
 	defer func() { w.Close() }()
-	for quick := 0; ; {
+
+	// try publishes the build at name, or judges what holds name and
+	// breaks it if gone: again says to try name once more at once.
+	try := func(name string) (published, again bool, err error) {
+		slotPath := d.Join(name)
 		// Publish: the rename succeeds only if nothing, not even an empty
 		// directory, stands at the lock's name.
-		err := d.RenameNoReplace(tmp, d, name)
+		l.name = name
+		err = d.RenameNoReplace(tmp, d, name)
 		if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
 			err = l.publishByMkdir(d, tmp)
 		}
 		switch {
 		case err == nil:
+			l.Path = slotPath
 			if err := l.settle(d); err != nil {
-				return true, err
+				return true, false, err
 			}
 			l.at(Published)
-			return true, nil
+			return true, false, nil
 		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
-			return false, fmt.Errorf("cannot acquire %s: %w", abs, err)
+			return false, false, fmt.Errorf("cannot acquire %s: %w", slotPath, err)
 		}
 		// Held. Judge it as doctor would, and break it only if gone.
 		cur, err := scan.ReadOne(dir, name)
 		if err != nil {
-			return false, fmt.Errorf("cannot acquire %s: %w", abs, err)
+			return false, false, fmt.Errorf("cannot acquire %s: %w", slotPath, err)
 		}
 		if cur == nil {
-			// Released since the rename: try again at once, a few times
-			// before waiting (and looking at ctx).
-			if quick++; quick < 4 {
-				continue
+			// Released since the rename: try again at once.
+			return false, true, nil
+		}
+		res := judge.Judge(cur)
+		if h := res.Holder; len(names) == 1 && res.Verdict == verdict.Live && h != nil && !h.Reserved && !l.Holder.Reserved && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
+			// Another process, which holds it, asks again (lockctl
+			// acquire from a shell that holds it): it waits on lockctl,
+			// so waiting would wait on itself. (A goroutine of this
+			// process may wait for another to release.)
+			return false, false, &AlreadyHeldError{Path: slotPath, Holder: *h}
+		}
+		if cur.KernelLock != "" {
+			// Held or free, it is a kernel lock: no directory lock can
+			// ever stand there, and waiting would wait for ever.
+			return false, false, fmt.Errorf("cannot acquire %s as a directory lock: it is a kernel-lock file of %s (%s); take it as one with 'lockctl run --kind flock'", slotPath, cur.KernelLock, res.Reason)
+		}
+		if notALock(cur) {
+			// A directory of other things (a project, /tmp): it will
+			// never be released, and waiting would wait for ever.
+			return false, false, &BadPathError{Path: slotPath, Why: fmt.Sprintf("is a directory that holds %d entries and no lock record, so it is not a lock: name a lock inside it, such as %s", len(cur.Others), filepath.Join(slotPath, "app.lock"))}
+		}
+		fixer.Debris(res) // builds left by waiters that are gone
+		if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
+			switch o := fixer.Fix(res); o.Action {
+			case fix.Kept:
+				notBroken = o.Reason
+			case fix.Removed, fix.Restored, fix.Skipped:
+				// Swept, or someone else changed it first: look again now.
+				again = true
 			}
-		} else {
-			res := judge.Judge(cur)
-			if h := res.Holder; res.Verdict == verdict.Live && h != nil && !h.Reserved && !l.Holder.Reserved && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
-				// Another process, which holds it, asks again (lockctl
-				// acquire from a shell that holds it): it waits on lockctl,
-				// so waiting would wait on itself. (A goroutine of this
-				// process may wait for another to release.)
-				return false, &AlreadyHeldError{Path: abs, Holder: *h}
+		}
+		last = res
+		tell(whoHolds(res))
+		if len(names) == 1 && cur.Kind == scan.KindDir && (w == nil || cur.Info.Ino != watchIno) {
+			w.Close()
+			w, watchIno = releaseWatch(slotPath), cur.Info.Ino
+		}
+		return false, again, nil
+	}
+
+	for quick := 0; ; {
+		retry := false
+		for _, name := range names {
+			done, again, err := try(name)
+			if done || err != nil {
+				return done, err
 			}
-			if cur.KernelLock != "" {
-				// Held or free, it is a kernel lock: no directory lock can
-				// ever stand there, and waiting would wait for ever.
-				return false, fmt.Errorf("cannot acquire %s as a directory lock: it is a kernel-lock file of %s (%s); take it as one with 'lockctl run --kind flock'", abs, cur.KernelLock, res.Reason)
-			}
-			if notALock(cur) {
-				// A directory of other things (a project, /tmp): it will
-				// never be released, and waiting would wait for ever.
-				return false, &BadPathError{Path: abs, Why: fmt.Sprintf("is a directory that holds %d entries and no lock record, so it is not a lock: name a lock inside it, such as %s", len(cur.Others), filepath.Join(abs, "app.lock"))}
-			}
-			fixer.Debris(res) // builds left by waiters that are gone
-			if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
-				switch o := fixer.Fix(res); o.Action {
-				case fix.Kept:
-					notBroken = o.Reason
-				case fix.Removed, fix.Restored, fix.Skipped:
-					// Swept, or someone else changed it first: look again
-					// now, a few times, before waiting.
-					if quick++; quick < 4 {
-						continue
-					}
-				}
-			}
-			last = res
-			tell(whoHolds(res))
-			if cur.Kind == scan.KindDir && (w == nil || cur.Info.Ino != watchIno) {
-				w.Close()
-				w, watchIno = releaseWatch(d.Join(name)), cur.Info.Ino
-			}
+			retry = retry || again
+		}
+		// A few quick tries again, before waiting (and looking at ctx).
+		if quick++; retry && quick < 4 {
+			continue
 		}
 		quick = 0
 		select {
 		case <-ctx.Done():
 			if last.Verdict == verdict.Gone && notBroken != "" {
 				return false, &GoneError{Path: abs, Reason: last.Reason, Why: notBroken, Err: ctx.Err()}
+			}
+			if len(names) > 1 {
+				return false, &SlotsHeldError{Path: abs, Slots: len(names), Last: waitError(d.Join(names[len(names)-1]), last, ctx.Err())}
 			}
 			return false, waitError(abs, last, ctx.Err())
 		case <-w.fired():

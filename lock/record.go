@@ -36,6 +36,9 @@ func encode(h scan.Holder) []byte {
 		// Acquire refuses a root that cannot be written on one line.
 		fmt.Fprintf(&b, "root %s\n", h.Root)
 	}
+	if h.Slots > 1 {
+		fmt.Fprintf(&b, "slots %d\n", h.Slots)
+	}
 	if h.Reserved {
 		fmt.Fprintf(&b, "reserved-until %d\ntimens %d\n", int64(h.Until), int64(h.TimeNS))
 		return []byte(b.String())

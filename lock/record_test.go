@@ -53,6 +53,10 @@ func TestLockRecordRoundTrip(t *testing.T) {
 		{name: "keyed reservation", edit: func(h *scan.Holder) {
 			h.Root, h.Reserved, h.Until = "/srv/app", true, 42
 		}, wantCommand: "agmsg-send"},
+		{name: "a slot of a keyed counting lock, reserved", edit: func(h *scan.Holder) {
+			h.Root, h.Slots, h.Reserved, h.Until = "/srv/app", 3, true, 42
+		}, wantCommand: "agmsg-send"},
+		{name: "a slot", edit: func(h *scan.Holder) { h.Slots = 64 }, wantCommand: "agmsg-send"},
 		{name: "reservation in a time namespace", edit: func(h *scan.Holder) {
 			h.Reserved, h.Until, h.TimeNS = true, 1<<62, -86400*time.Second
 		}, wantCommand: "agmsg-send"},
@@ -72,6 +76,9 @@ func TestLockRecordRoundTrip(t *testing.T) {
 				magic, extra = scan.ReserveMagic, 2
 			}
 			if h.Root != "" {
+				extra++
+			}
+			if h.Slots > 1 {
 				extra++
 			}
 			if lines[0] != magic || len(lines) != 9+extra || !strings.HasSuffix(string(rec), "\n") {

@@ -15,8 +15,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -197,6 +200,9 @@ type jsonHolder struct {
 	ReservedUntil string `json:"reserved_until,omitempty"`
 	// Root is the repository root a keyed lock (--root) occupies.
 	Root string `json:"root,omitempty"`
+	// Slots is how many slots the counting lock (--slots) this lock is a
+	// slot of has.
+	Slots int `json:"slots,omitempty"`
 }
 
 // lockTypes are /proc/locks' names for each kind of kernel lock.
@@ -324,7 +330,7 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		j.Modified = res.Modified.UTC().Format(time.RFC3339)
 	}
 	if h := res.Holder; h != nil {
-		jh := &jsonHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Token: h.Token, Root: h.Root}
+		jh := &jsonHolder{Pid: h.Pid, Host: h.Host, Command: h.Command, Token: h.Token, Root: h.Root, Slots: h.Slots}
 		if !res.Started.IsZero() {
 			jh.Start = res.Started.UTC().Format(time.RFC3339)
 		}
@@ -390,10 +396,64 @@ func WriteText(w io.Writer, r *Report, st Styles) error {
 		o, fixed := r.Outcomes[res.Lock]
 		writeLock(&b, r.Now, res, st, o, fixed)
 	}
+	for _, f := range SlotCounts(r.Results) {
+		fmt.Fprintf(&b, "counting lock %s: %d of %d slots held\n", Clean(f.Path), f.Held, f.Slots)
+	}
 	b.WriteString(Summary(r))
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// SlotFamily is one counting lock (--slots) as doctor found it: its path
+// (slot 1's), how many slots its records say it has, and how many of them
+// are held.
+type SlotFamily struct {
+	Path        string
+	Slots, Held int
+}
+
+// SlotCounts are the counting locks among results, by path.
+func SlotCounts(results []verdict.Result) []SlotFamily {
+	byPath := map[string]*SlotFamily{}
+	var order []string
+	for _, res := range results {
+		h := res.Holder
+		if h == nil || h.Slots < 2 || res.Lock == nil {
+			continue
+		}
+		fam, _ := slotOf(res.Lock.Path)
+		f := byPath[fam]
+		if f == nil {
+			f = &SlotFamily{Path: fam}
+			byPath[fam] = f
+			order = append(order, fam)
+		}
+		f.Slots = max(f.Slots, h.Slots)
+		if res.Verdict != verdict.Gone && res.Verdict != verdict.Free {
+			f.Held++
+		}
+	}
+	sort.Strings(order)
+	out := make([]SlotFamily, len(order))
+	for i, p := range order {
+		out[i] = *byPath[p]
+	}
+	return out
+}
+
+// slotOf is the counting lock a slot's path belongs to (slot 1's path),
+// and the slot's number: <stem>.slot<i><ext> is slot i of <stem><ext>.
+func slotOf(path string) (string, int) {
+	dir, name := filepath.Split(path)
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	if i := strings.LastIndex(stem, ".slot"); i > 0 {
+		if n, err := strconv.Atoi(stem[i+len(".slot"):]); err == nil && n >= 2 {
+			return filepath.Join(dir, stem[:i]+ext), n
+		}
+	}
+	return path, 1
 }
 
 func render(s lipgloss.Style, text string) string { return s.Render(text) }
@@ -440,6 +500,10 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("holder", hs)
 		if h.Root != "" {
 			line("root", "occupies "+Clean(h.Root)+" (a keyed lock: lockctl --root)")
+		}
+		if h.Slots > 1 {
+			fam, i := slotOf(res.Lock.Path)
+			line("slot", fmt.Sprintf("%d of %d of the counting lock %s", i, h.Slots, Clean(fam)))
 		}
 	} else if k := res.Kernel; res.Verdict == verdict.Live && len(k) > 0 && k[0].Pid > 0 {
 		line("holder", kernelText(k[0]))

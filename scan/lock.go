@@ -161,6 +161,9 @@ type Holder struct {
 	// Root is the repository root a keyed lock (--root) occupies, as its
 	// holder resolved it: an absolute path, or "".
 	Root string
+	// Slots is how many slots the counting lock this is a slot of has
+	// (--slots), or 0 for a plain lock.
+	Slots int
 }
 
 // Identity is one process, named for the life of a boot: a pid and its

@@ -384,6 +384,15 @@ func ParseLockctl(b []byte) (*Holder, error) {
 		}
 		rest = rest[1:]
 	}
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "slots ") {
+		// A slot of a counting lock (--slots): how many slots it has.
+		n, err := strconv.Atoi(strings.TrimPrefix(rest[0], "slots "))
+		if err != nil || n < 2 || n > 1<<16 || !isDigits(strings.TrimPrefix(rest[0], "slots ")) {
+			return nil, malformed(f, "line %d: the number of slots is not a number from 2", len(ls)-len(rest)+1)
+		}
+		h.Slots = n
+		rest = rest[1:]
+	}
 	if reserved {
 		return parseReservation(f, &h, rest, len(ls)-len(rest)+1)
 	}

@@ -119,7 +119,7 @@ Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
 			Flags: []cli.Flag{
 				timeoutFlag,
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
-				kindFlag, quietFlag, rootFlag, topFlag,
+				kindFlag, quietFlag, rootFlag, topFlag, slotsFlag,
 			},
 			Action: acquireAction,
 		},
@@ -139,7 +139,7 @@ adopted: the dispatcher's step when the dispatch provably failed.`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
 				&cli.StringFlag{Name: "token", Usage: "give up the reservation lockctl reserve printed `TOKEN` for, unadopted"},
-				kindFlag, rootFlag, topFlag,
+				kindFlag, rootFlag, topFlag, slotsFlag,
 			},
 			Action: releaseAction,
 		},
@@ -162,7 +162,7 @@ dpkg, apt and Python's lockf on the same path.
 
 Exit status: CMD's; 75 if the wait timed out before CMD started.`,
 			OnUsageError: onUsage,
-			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag},
+			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag, slotsFlag},
 			Action:       runAction,
 		},
 	}, append(reserveCommands(onUsage), gateCommands()...)...)
@@ -312,9 +312,12 @@ func acquireError(path string, err error) error {
 	var again *lock.AlreadyHeldError
 	var stuck *lock.GoneError
 	var badPath *lock.BadPathError
+	var slots *lock.SlotsHeldError
 	switch {
 	case errors.As(err, &badPath):
 		return &exitCode{code: ExitError, err: err}
+	case errors.As(err, &slots):
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("every slot is held: 'lockctl doctor %s' shows who holds each", report.ShellQuote(filepath.Dir(slots.Path)))}
 	case errors.As(err, &stuck):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("ask the lock's owner, or root, to run 'lockctl doctor --fix %s'", q)}
 	case errors.As(err, &again):
@@ -364,10 +367,14 @@ func acquireAction(c *cli.Context) error {
 	if err := checkTimeout(c); err != nil {
 		return err
 	}
+	slots, err := slotsOf(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
-	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Root: root, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		return acquireError(path, err)
 	}
@@ -383,10 +390,16 @@ func releaseAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Reserved && h.Token == tok }); err != nil {
+			return err
+		}
 		return reservationError(path, lock.ReleaseReservation(path, tok))
 	}
 	path, _, pid, err := lockAndHolder(c)
 	if err != nil {
+		return err
+	}
+	if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Pid == int64(pid) }); err != nil {
 		return err
 	}
 	if err := notForKernelLocks(c, path); err != nil {
@@ -427,7 +440,14 @@ func runAction(c *cli.Context) error {
 	if err := checkTimeout(c); err != nil {
 		return err
 	}
+	slots, err := slotsOf(c)
+	if err != nil {
+		return err
+	}
 	if kind == lock.KindKernel {
+		if slots > 1 {
+			return usageErr("run: --slots counts holders of a directory lock; a kernel lock has one")
+		}
 		return runKernel(c, path, cmdArgs)
 	}
 	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
@@ -442,7 +462,7 @@ func runAction(c *cli.Context) error {
 	var child *exec.Cmd
 	var g gate
 	l, err := lock.Acquire(rs.ctx, path, lock.Options{
-		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]), Root: root,
+		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]), Root: root, Slots: slots,
 		Hook: lockHook(stderr), Waiting: waitingNote(c, path),
 		Start: func(lockDir *os.File) (int, error) {
 			s, err := rs.start(func() (*os.Process, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
+	"github.com/lockctl/lockctl/scan"
 )
 
 // The reservation commands: reserve, adopt, and release --token (in
@@ -35,7 +36,7 @@ Exit status: 0 reserved (the token is on stdout), 75 the wait timed out,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "grace", Usage: "how long the reservation waits for its worker, `D` (e.g. 30s)", Required: true},
-				timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag,
+				timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag, slotsFlag,
 			},
 			Action: reserveAction,
 		},
@@ -54,7 +55,7 @@ Exit status: 0 adopted, 1 not adopted (the message says why), 2 usage.`,
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "token", Usage: "the `TOKEN` lockctl reserve printed", Required: true},
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
-				kindFlag, rootFlag, topFlag,
+				kindFlag, rootFlag, topFlag, slotsFlag,
 			},
 			Action: adoptAction,
 		},
@@ -89,14 +90,18 @@ func reserveAction(c *cli.Context) error {
 	if grace <= 0 {
 		return usageErr("--grace %s: give the time the worker has to adopt the lock, such as 30s", grace)
 	}
+	slots, err := slotsOf(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	// The reserver is the caller, named in the record for the operator;
 	// its exit frees nothing. lockctl itself stands in when the caller's
 	// start time cannot be read.
-	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Root: root, Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
+	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
 	if opts.Pid <= 1 {
-		opts = lock.Options{Root: root, Hook: opts.Hook, Waiting: opts.Waiting}
+		opts = lock.Options{Root: root, Slots: slots, Hook: opts.Hook, Waiting: opts.Waiting}
 	}
 	r, err := lock.Reserve(ctx, path, grace, opts)
 	if err != nil {
@@ -114,7 +119,15 @@ func adoptAction(c *cli.Context) error {
 	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
-	_, err = lock.Adopt(path, c.String("token"), lock.Options{Pid: pid, Command: processName(pid), Root: root, Hook: lockHook(c.App.ErrWriter)})
+	token := c.String("token")
+	slots, err := slotsOf(c)
+	if err != nil {
+		return err
+	}
+	if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Reserved && h.Token == token }); err != nil {
+		return err
+	}
+	_, err = lock.Adopt(path, token, lock.Options{Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter)})
 	return reservationError(path, err)
 }
 
@@ -162,4 +175,29 @@ func keyedLock(c *cli.Context) (root, path string, err error) {
 		return "", "", &exitCode{code: ExitAttention, err: err}
 	}
 	return r.Path, path, nil
+}
+
+var slotsFlag = &cli.IntFlag{Name: "slots", Value: 1, Usage: "a counting lock of `N` slots: up to N holders at once (slot 1 is LOCK, slot i LOCK's name with .slot<i> before .lock); every caller of the lock must give the same N"}
+
+// slotsOf is --slots, checked.
+func slotsOf(c *cli.Context) (int, error) {
+	n := c.Int("slots")
+	if n < 1 || n > lock.MaxSlots {
+		return 0, usageErr("--slots %d: give 1 to %d", n, lock.MaxSlots)
+	}
+	return n, nil
+}
+
+// slotHolding is the slot of path that holds what holds says, for a
+// command that names a holder or a token, not a slot.
+func slotHolding(c *cli.Context, path string, holds func(h *scan.Holder) bool) (string, error) {
+	n, err := slotsOf(c)
+	if err != nil {
+		return "", err
+	}
+	p, err := lock.FindSlot(path, n, holds)
+	if err != nil {
+		return "", &exitCode{code: ExitAttention, err: err}
+	}
+	return p, nil
 }

@@ -69,12 +69,15 @@ func TestReserveFreesItselfAfterGrace(t *testing.T) {
 	testutil.WantNames(t, dir)
 }
 
-// TestReserveLastSlot: two dispatchers reserving the one free lock at the
-// same moment: exactly one gets it, every time.
+// TestReserveLastSlot: two dispatchers reserving the last free slot of a
+// counting lock at the same moment (one of two slots is held by a worker):
+// exactly one gets it, every time.
 func TestReserveLastSlot(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	l := filepath.Join(dir, "x.lock")
+	busy := r.sleeper()
+	r.mustLockctl(0, "acquire", "--slots", "2", "--holder-pid", strconv.Itoa(busy.pid), l)
 	for round := range 15 {
 		var wg sync.WaitGroup
 		res := make([]lcResult, 2)
@@ -82,7 +85,7 @@ func TestReserveLastSlot(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i] = r.lockctl(nil, "reserve", "--grace", "1m", "--timeout", "300ms", "--quiet", l)
+				res[i] = r.lockctl(nil, "reserve", "--slots", "2", "--grace", "1m", "--timeout", "300ms", "--quiet", l)
 			}()
 		}
 		wg.Wait()
@@ -101,10 +104,11 @@ func TestReserveLastSlot(t *testing.T) {
 		}
 		for _, x := range res {
 			if x.code == 0 {
-				r.mustLockctl(0, "release", "--token", strings.TrimSpace(x.stdout), l)
+				r.mustLockctl(0, "release", "--slots", "2", "--token", strings.TrimSpace(x.stdout), l)
 			}
 		}
 	}
+	r.mustLockctl(0, "release", "--slots", "2", "--holder-pid", strconv.Itoa(busy.pid), l)
 	testutil.WantNames(t, dir)
 }
 
