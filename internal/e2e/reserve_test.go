@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // TestReserveOutlivesShell is issue 20's first "done when": a reservation
@@ -224,4 +226,131 @@ func TestReserveRefusesKernelLocks(t *testing.T) {
 	if res.code != cli.ExitError || !strings.Contains(res.stderr, "outlives") {
 		t.Fatalf("reserve --kind flock: exit %d, want %d saying why\n%s", res.code, cli.ExitError, res.stderr)
 	}
+}
+
+// TestChaosReserve is TestChaosRun with dispatches: three workers loop
+// lockctl run around a critical section, and three loop a dispatch, a
+// reservation handed to a worker shell that adopts it, runs the section
+// and releases, while lockctl processes of this test (run, reserve, adopt,
+// release) are SIGKILLed at random. No two sections overlap; afterwards
+// nothing is wedged. LOCKCTL_CHAOS_SECONDS sets the duration (default 5).
+func TestChaosReserve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos test takes seconds")
+	}
+	seconds := 5
+	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q: want a positive number of seconds", s)
+		}
+		seconds = n
+	}
+	r := lcNewReaper(t)
+	dir, aux := t.TempDir(), t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	logPath := filepath.Join(aux, "log")
+	section := fmt.Sprintf(`echo "enter $$" >> %s; sleep 0.01; echo "exit $$" >> %s`, logPath, logPath)
+	bin := lcBinary(t)
+	// The worker enters only once adopt said the lock is its shell's.
+	dispatch := fmt.Sprintf(`T=$(%[1]s reserve --quiet --grace 2s --timeout 3s %[2]s) || exit 0
+exec sh -c '%[1]s adopt --token "$0" %[2]s || exit 0; %[3]s; %[1]s release %[2]s' "$T"`, bin, l, strings.ReplaceAll(strings.ReplaceAll(section, "$$", "d$$"), "'", `'\''`))
+	end := time.Now().Add(time.Duration(seconds) * time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				args := []string{bin, "run", "--timeout", "5s", "--quiet", l, "--", "sh", "-c", section}
+				if i%2 == 1 {
+					args = []string{"/bin/sh", "-c", dispatch}
+				}
+				p := r.start(nil, args...)
+				if code := p.wait(60 * time.Second); code != 0 && code != 128+9 && i%2 == 0 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("run exited %d: %s", code, p.errText()))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	kills := 0
+	for time.Now().Before(end) {
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+		if killOwnLockctl() {
+			kills++
+		}
+	}
+	wg.Wait()
+	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
+	enters, violations := checkSections(lcReadOr(logPath))
+	dispatched := strings.Count(lcReadOr(logPath), "enter d")
+	t.Logf("%d sections (%d of them adopted workers') in %ds, %d lockctl processes SIGKILLed", enters, dispatched, seconds, kills)
+	if dispatched == 0 {
+		t.Errorf("no adopted worker ever entered: the dispatches tested nothing")
+	}
+	for i, v := range violations {
+		if i == 10 {
+			break
+		}
+		t.Errorf("two sections overlap: %s", v)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d runs failed other than by a kill, e.g. %s", len(failures), failures[0])
+	}
+	if enters == 0 || kills == 0 {
+		t.Errorf("%d entries, %d kills: the test tested nothing", enters, kills)
+	}
+	// Reservations left by killed dispatches end with their grace; then
+	// the next run goes through.
+	res := r.lockctl(nil, "run", "--timeout", "10s", l, "--", "true")
+	if res.code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", res.code, res.stderr)
+	}
+	r.lockctl(nil, "doctor", "--fix", "--quiet", dir)
+	for name, got := range r.doctor(dir) {
+		switch got.Verdict {
+		case "ownerless", "unknown", "live", "recycled", "foreign":
+			t.Errorf("after the chaos %s is %s (%s)", name, got.Verdict, got.Reason)
+		}
+	}
+}
+
+// killOwnLockctl SIGKILLs one lockctl process descended from this test,
+// chosen at random, pinned by a pidfd so that a pid reused meanwhile is
+// never hit; it reports whether it did. Processes of other work on the
+// machine are never touched.
+func killOwnLockctl() bool {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	rand.Shuffle(len(pids), func(i, j int) { pids[i], pids[j] = pids[j], pids[i] })
+	self := strconv.Itoa(os.Getpid())
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		p := strconv.Itoa(pid)
+		ours := false
+		for a, i := parentOf(p), 0; a != "" && a != "0" && i < 32; a, i = parentOf(a), i+1 {
+			if a == self {
+				ours = true
+				break
+			}
+		}
+		if ours && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == "lockctl" && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+			unix.Close(fd)
+			return true
+		}
+		unix.Close(fd)
+	}
+	return false
 }
