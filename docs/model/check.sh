@@ -53,6 +53,12 @@ checks=(
 	"mutant-scan-sides-first|fail|-DBIND=1 -DNA=2 -DNS=1 -DMAXC=1 -DSTRICT -DMUT_SCAN_SIDES_FIRST|(e) scan settles side files listed before the lock was read"
 	"mutant-multi-claim-by-hand|fail|-DBIND=1 -DNA=2 -DNS=1 -DMAXC=2 -DWEDGE -DMUT_MULTI_BY_HAND|(f) several abandoned claims are left to a person"
 	"mutant-scan-sides-first-release|fail|-DBIND=1 -DNA=3 -DNS=0 -DMAXC=1 -DRELEASE_OWN -DMUT_SCAN_SIDES_FIRST|(e) ... then a release removes another releaser's directory, its lstat notwithstanding"
+	# Reservations (reserve.pml, issue 20): an adopter racing the end of
+	# the grace while acquirers break the reservation once it has ended.
+	"reserve|pass|-DNA=2 -DMAXC=1|adopt racing expiry and 2 breaking acquirers, the adopter crashing once; P1, P6"
+	"reserve-wedge|pass|-DNA=2 -DMAXC=1 -DWEDGE|... and once --fix has passed, nothing owner-less is left; P7"
+	"reserve-mut-path|fail|-DNA=1 -DMAXC=0 -DMUT_ADOPT_PATH|(h) adopt moves its record in by path, replacing, with no claim"
+	"reserve-mut-empty|fail|-DNA=1 -DMAXC=1 -DWEDGE -DMUT_ADOPT_EMPTY|(i) adopt removes the reservation before its record is in"
 )
 # Larger configurations (FULL=1): a few more minutes of CPU, 2 GB of memory
 # each (two at once with the default JOBS on 2 cores).
@@ -85,9 +91,10 @@ trap 'rm -rf "$work"' EXIT
 # run NAME EXPECT FLAGS: verify one configuration; writes $work/NAME.out
 # (the report) and $work/NAME.ok (if it went as expected).
 run() {
-	local name=$1 expect=$2 flags=$3 dir=$work/$1
+	local name=$1 expect=$2 flags=$3 dir=$work/$1 src=$model
+	[[ $name == reserve* ]] && src=$here/reserve.pml
 	mkdir -p "$dir"
-	cp "$model" "$dir/lockctl.pml"
+	cp "$src" "$dir/lockctl.pml"
 	(
 		cd "$dir"
 		# shellcheck disable=SC2086
