@@ -5,6 +5,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,28 @@ func TestReleaseReservation(t *testing.T) {
 	}
 	if err := ReleaseReservation(p, l.Holder.Token); !errors.As(err, &not) {
 		t.Fatalf("ReleaseReservation of a held lock: %v, want NotReservedError", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reboot ends a reservation, however long its grace: a record of another
+// boot is gone, and the next Acquire breaks it.
+func TestReservationEndsWithBoot(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) {
+		setPid(h, 4242)
+		h.BootID = "0b5e7c3a-2f1d-4e6b-8a9c-1d2e3f4a5b6c"
+		h.Reserved, h.Until = true, 1<<62
+	})
+	writeLockDir(t, p, rec)
+	if res := judge(t, p); res.Verdict != verdict.Gone || !strings.Contains(res.Reason, "boot") {
+		t.Fatalf("a reservation of another boot: %s (%s), want gone", res.Verdict, res.Reason)
+	}
+	l, err := Acquire(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatalf("Acquire over a reservation of another boot: %v", err)
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)

@@ -122,3 +122,57 @@ func TestTimeNamespaceNegative(t *testing.T) {
 	}
 	testutil.SameTree(t, dir, before)
 }
+
+// inMonoNS runs lockctl with args in a new time namespace whose monotonic
+// clock is shifted by 100000 s.
+func (r *lcReaper) inMonoNS(args ...string) lcResult {
+	r.t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		r.t.Skip("no unshare (util-linux)")
+	}
+	if os.Geteuid() != 0 {
+		r.t.Skip("unshare --time needs root")
+	}
+	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
+		r.t.Skipf("this kernel has no time namespaces: %v", err)
+	}
+	p := r.start(nil, append([]string{unshare, "--time", "--monotonic", "100000", "--fork", lcBinary(r.t)}, args...)...)
+	return lcResult{code: p.wait(60e9), stdout: p.outText(), stderr: p.errText()}
+}
+
+// TestReservationAcrossTimeNamespaces: a reservation's deadline is on the
+// writer's monotonic clock. A reader whose clock is shifted otherwise
+// cannot tell when it ends, and counts it as held; the writer's own
+// namespace judges it by its deadline; nothing is broken either way.
+func TestReservationAcrossTimeNamespaces(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	// Reserved inside, judged outside: held, though the grace has passed.
+	in := filepath.Join(dir, "in.lock")
+	if res := r.inMonoNS("reserve", "--grace", "1ms", in); res.code != 0 {
+		t.Fatalf("reserve in a time namespace: exit %d\n%s", res.code, res.stderr)
+	}
+	got := r.judgeOne(in)
+	if got.Verdict != "unknown" || !strings.Contains(got.Reason, "time namespace") {
+		t.Errorf("an ended reservation from a shifted time namespace reads %s outside it (%s), want unknown", got.Verdict, got.Reason)
+	}
+	if res := r.lockctl(nil, "acquire", "--timeout", "300ms", in); res.code != cli.ExitTimeout {
+		t.Errorf("acquire over it: exit %d, want %d (held)\n%s", res.code, cli.ExitTimeout, res.stderr)
+	}
+	// Reserved outside, judged inside: held too.
+	out := filepath.Join(dir, "out.lock")
+	r.mustLockctl(0, "reserve", "--grace", "1ms", out)
+	res := r.inMonoNS("doctor", "--json", out)
+	var doc lcDoc
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || len(doc.Locks) != 1 {
+		t.Fatalf("doctor in a time namespace: %v\n%s%s", err, res.stdout, res.stderr)
+	}
+	if v := doc.Locks[0].Verdict; v != "unknown" {
+		t.Errorf("a reservation from outside reads %s in a shifted time namespace (%s), want unknown", v, doc.Locks[0].Reason)
+	}
+	// Outside, where it was written, it is judged by its deadline: gone.
+	if got := r.judgeOne(out); got.Verdict != "gone" {
+		t.Errorf("the ended reservation reads %s where it was written (%s), want gone", got.Verdict, got.Reason)
+	}
+}
