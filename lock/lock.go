@@ -722,7 +722,17 @@ func whoHolds(res verdict.Result) string {
 		h = &scan.Holder{Pid: int64(res.Kernel[0].Pid), Command: res.Kernel[0].Comm}
 	}
 	if res.Verdict == verdict.Live && h != nil && h.Reserved {
-		return res.Reason
+		// Not the reason, whose time left changes on every try: the
+		// note is said again only when who holds the lock changes.
+		s := "reserved for a worker"
+		if !res.ReservedUntil.IsZero() {
+			s += " until " + res.ReservedUntil.UTC().Format("15:04:05")
+		}
+		s += fmt.Sprintf(" (by pid %d", h.Pid)
+		if h.Command != "" {
+			s += ", " + h.Command
+		}
+		return s + ")"
 	}
 	if res.Verdict == verdict.Live && h != nil {
 		s := fmt.Sprintf("held by pid %d", h.Pid)

@@ -213,3 +213,22 @@ func TestReservationEndsWithBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A wait on a reservation says so once, not on every try: the time left,
+// which changes each time, is not part of the note.
+func TestWaitOnReservationSaidOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	if _, err := Reserve(context.Background(), p, time.Minute, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := Acquire(ctx, p, Options{Waiting: func(who string) { notes = append(notes, who) }})
+	if err == nil {
+		t.Fatal("Acquire took a reserved lock")
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "reserved for a worker until ") {
+		t.Errorf("the wait said %q, want one note of the reservation", notes)
+	}
+}
