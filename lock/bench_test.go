@@ -6,6 +6,7 @@ package lock_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -207,9 +208,47 @@ func BenchmarkContended(b *testing.B) {
 			b.ReportMetric(float64(dur.Nanoseconds())/float64(total), "ns/op")
 			b.ReportMetric(float64(slices.Min(counts))/float64(slices.Max(counts)), "fairness(min/max)")
 			b.ReportMetric(float64(slices.Max(worst).Microseconds())/1000, "max-wait-ms")
+			if p50, p99, ok := benchHandoffs(b, p); ok {
+				b.ReportMetric(float64(p50.Microseconds())/1000, "handoff-p50-ms")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "handoff-p99-ms")
+			}
 			b.Logf("%s: %d workers, %v: acquisitions per worker %v, longest wait per worker %v", f.name, workers, dur, counts, worst)
 		})
 	}
+}
+
+// benchHandoffs reads when each worker held the lock at p and returns the
+// median and the 99th percentile of the handoffs: from one release to the
+// next acquisition, by whichever worker, while others were waiting.
+func benchHandoffs(b *testing.B, p string) (p50, p99 time.Duration, ok bool) {
+	files, _ := filepath.Glob(p + ".holds.*")
+	type hold struct{ from, to int64 }
+	var holds []hold
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var h hold
+			if _, err := fmt.Sscanf(line, "%d %d", &h.from, &h.to); err == nil {
+				holds = append(holds, h)
+			}
+		}
+		os.Remove(f)
+	}
+	slices.SortFunc(holds, func(a, b hold) int { return cmp.Compare(a.from, b.from) })
+	var gaps []time.Duration
+	for i := 1; i < len(holds); i++ {
+		// Release returns after the lock is free: a next hold that began
+		// before it returned is a handoff of about nothing.
+		gaps = append(gaps, time.Duration(max(0, holds[i].from-holds[i-1].to)))
+	}
+	if len(gaps) < 100 {
+		return 0, 0, false
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2], gaps[len(gaps)*99/100], true
 }
 
 func benchParse(out string) (n int, worst time.Duration, ok bool) {
@@ -246,6 +285,7 @@ func TestBenchContendedWorker(t *testing.T) {
 	inside := filepath.Join(filepath.Dir(p), benchInside)
 	n := 0
 	var worst time.Duration
+	var holds strings.Builder
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		l, err := lock.Acquire(ctx, p, lock.Options{})
@@ -256,6 +296,7 @@ func TestBenchContendedWorker(t *testing.T) {
 			t.Fatalf("Acquire: %v", err)
 		}
 		worst = max(worst, time.Since(t0))
+		held := time.Now()
 		f, err := os.OpenFile(inside, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			t.Fatalf("two holders at once: %s exists while this process holds the lock", inside)
@@ -269,7 +310,13 @@ func TestBenchContendedWorker(t *testing.T) {
 		if err := l.Release(); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
+		fmt.Fprintf(&holds, "%d %d\n", held.UnixNano(), time.Now().UnixNano())
 		n++
+	}
+	// When this worker held the lock: the benchmark measures the handoffs
+	// between holds from them.
+	if err := os.WriteFile(fmt.Sprintf("%s.holds.%d", p, os.Getpid()), []byte(holds.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	fmt.Printf("%s %d %d\n", benchResult, n, worst.Nanoseconds())
 }
