@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockctl/lockctl/internal/fsx"
 )
 
 // Keyed locks (issue 20): one lock per repository root, whatever path each
@@ -68,7 +70,7 @@ func FindRoot(path string, top bool) (Root, error) {
 			return Root{}, fmt.Errorf("cannot resolve %s: %w", path, err)
 		}
 	}
-	dev, _, ok := devIno(st)
+	dev, _, ok := fsx.DevIno(st)
 	if !ok {
 		return Root{}, fmt.Errorf("cannot key %s: this platform does not give a directory's device and inode", path)
 	}
@@ -87,7 +89,7 @@ func FindRoot(path string, top bool) (Root, error) {
 			break
 		}
 		ust, err := os.Stat(up)
-		if udev, _, _ := devIno(ust); err != nil || udev != dev {
+		if udev, _, _ := fsx.DevIno(ust); err != nil || udev != dev {
 			break // another file system: git stops here too
 		}
 		dir = up
@@ -107,7 +109,7 @@ func FindRoot(path string, top bool) (Root, error) {
 	if err != nil {
 		return Root{}, fmt.Errorf("cannot resolve %s: %w", path, err)
 	}
-	rdev, rino, _ := devIno(rst)
+	rdev, rino, _ := fsx.DevIno(rst)
 	if top && found == real {
 		by = ""
 	}
