@@ -21,6 +21,13 @@ import (
 // start times it reads in /proc/<pid>/stat are 10,000,000 ticks higher.
 func (r *lcReaper) inTimeNS(args ...string) lcResult {
 	r.t.Helper()
+	return r.inShiftedNS("--boottime", args...)
+}
+
+// inShiftedNS runs lockctl with args in a new time namespace whose clock
+// (unshare's --boottime or --monotonic) is shifted by 100000 s.
+func (r *lcReaper) inShiftedNS(clock string, args ...string) lcResult {
+	r.t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		r.t.Skip("no unshare (util-linux)")
@@ -31,7 +38,7 @@ func (r *lcReaper) inTimeNS(args ...string) lcResult {
 	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
 		r.t.Skipf("this kernel has no time namespaces: %v", err)
 	}
-	p := r.start(nil, append([]string{unshare, "--time", "--boottime", "100000", "--fork", lcBinary(r.t)}, args...)...)
+	p := r.start(nil, append([]string{unshare, "--time", clock, "100000", "--fork", lcBinary(r.t)}, args...)...)
 	return lcResult{code: p.wait(60e9), stdout: p.outText(), stderr: p.errText()}
 }
 
@@ -127,18 +134,7 @@ func TestTimeNamespaceNegative(t *testing.T) {
 // clock is shifted by 100000 s.
 func (r *lcReaper) inMonoNS(args ...string) lcResult {
 	r.t.Helper()
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		r.t.Skip("no unshare (util-linux)")
-	}
-	if os.Geteuid() != 0 {
-		r.t.Skip("unshare --time needs root")
-	}
-	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
-		r.t.Skipf("this kernel has no time namespaces: %v", err)
-	}
-	p := r.start(nil, append([]string{unshare, "--time", "--monotonic", "100000", "--fork", lcBinary(r.t)}, args...)...)
-	return lcResult{code: p.wait(60e9), stdout: p.outText(), stderr: p.errText()}
+	return r.inShiftedNS("--monotonic", args...)
 }
 
 // TestReservationAcrossTimeNamespaces: a reservation's deadline is on the
