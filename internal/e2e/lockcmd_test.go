@@ -933,23 +933,31 @@ func checkSections(data string) (enters int, violations []string) {
 	return enters, violations
 }
 
+// chaosSeconds is how long a chaos test runs: LOCKCTL_CHAOS_SECONDS, by
+// default 5. A chaos test is skipped under -short.
+func chaosSeconds(t *testing.T) int {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the chaos test takes seconds")
+	}
+	s := os.Getenv("LOCKCTL_CHAOS_SECONDS")
+	if s == "" {
+		return 5
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q is not a positive integer", s)
+	}
+	return n
+}
+
 // TestChaosRun: six workers loop lockctl run around a critical section
 // while lockctl processes are SIGKILLed at random. CMD itself is never
 // killed, so the log must alternate enter/exit of one CMD at a time. After
 // it, no owner-less lock is left and the next run goes straight through.
 // LOCKCTL_CHAOS_SECONDS sets the duration (default 5).
 func TestChaosRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the chaos test takes seconds")
-	}
-	seconds := 5
-	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q is not a positive integer", s)
-		}
-		seconds = n
-	}
+	seconds := chaosSeconds(t)
 	r := lcNewReaper(t)
 	dir, aux := t.TempDir(), t.TempDir()
 	l := filepath.Join(dir, "x.lock")
@@ -1080,21 +1088,13 @@ func TestChaosRun(t *testing.T) {
 // failed "rename …: no such file or directory"); afterwards nothing is
 // wedged. LOCKCTL_CHAOS_SECONDS sets the duration (default 5).
 func TestChaosRunAcrossNamespaces(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the chaos test takes seconds")
-	}
+	seconds := chaosSeconds(t)
 	if os.Geteuid() != 0 {
 		t.Skip("a pid namespace needs root")
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare (util-linux)")
-	}
-	seconds := 5
-	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
-		if seconds, err = strconv.Atoi(s); err != nil || seconds <= 0 {
-			t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q is not a positive integer", s)
-		}
 	}
 	r := lcNewReaper(t)
 	dir, aux := t.TempDir(), t.TempDir()

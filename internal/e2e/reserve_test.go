@@ -235,17 +235,7 @@ func TestReserveRefusesKernelLocks(t *testing.T) {
 // release) are SIGKILLed at random. No two sections overlap; afterwards
 // nothing is wedged. LOCKCTL_CHAOS_SECONDS sets the duration (default 5).
 func TestChaosReserve(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the chaos test takes seconds")
-	}
-	seconds := 5
-	if s := os.Getenv("LOCKCTL_CHAOS_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("LOCKCTL_CHAOS_SECONDS=%q: want a positive number of seconds", s)
-		}
-		seconds = n
-	}
+	seconds := chaosSeconds(t)
 	r := lcNewReaper(t)
 	dir, aux := t.TempDir(), t.TempDir()
 	l := filepath.Join(dir, "x.lock")
