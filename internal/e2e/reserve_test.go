@@ -226,6 +226,12 @@ func TestReserveRefusesKernelLocks(t *testing.T) {
 	if res.code != cli.ExitError || !strings.Contains(res.stderr, "outlives") {
 		t.Fatalf("reserve --kind flock: exit %d, want %d saying why\n%s", res.code, cli.ExitError, res.stderr)
 	}
+	// Nor are slots of one: a kernel lock has one holder.
+	res = r.lockctl(nil, "run", "--slots", "2", "--kind", "flock", l, "--", "true")
+	if res.code != cli.ExitError || !strings.Contains(res.stderr, "kernel lock has one") {
+		t.Fatalf("run --slots 2 --kind flock: exit %d, want %d saying why\n%s", res.code, cli.ExitError, res.stderr)
+	}
+	testutil.WantNames(t, filepath.Dir(l))
 }
 
 // TestChaosReserve is TestChaosRun with dispatches: three workers loop
