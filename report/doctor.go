@@ -159,6 +159,7 @@ func Doctor(opts Options, sink Sink) Result {
 	var found, judged atomic.Int64
 	var later []verdict.Result // judged, to act on after the walk
 	seen := map[string]bool{}
+	details := map[detailKey]*verdict.ProcDetail{}
 	w := scan.Walker{
 		Match:   opts.Match,
 		Warn:    func(err error) { note(err, true) },
@@ -171,7 +172,7 @@ func Doctor(opts Options, sink Sink) Result {
 			seen[l.Path] = true
 			res := judge.Judge(l)
 			judged.Add(1)
-			addDetail(&res)
+			addDetail(&res, details)
 			if sink.Streams() || opts.Fixer == nil {
 				sink.Lock(res, act(res))
 				return
@@ -262,21 +263,39 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// addDetail reads a live holder's command line and user, for the report.
-func addDetail(res *verdict.Result) {
+// detailKey names one process for the run: a pid, with the start time its
+// record fences it by (0 where none does).
+type detailKey struct {
+	pid   int64
+	start uint64
+}
+
+// addDetail reads a live holder's command line and user, for the report,
+// once per process in a run (details): a holder of thousands of locks is
+// read once, and its detail is shared by their results.
+func addDetail(res *verdict.Result, details map[detailKey]*verdict.ProcDetail) {
 	if res.Verdict != verdict.Live {
 		return
 	}
-	pid := int64(0)
+	var k detailKey
 	switch {
 	case res.Holder != nil && res.Holder.Reserved:
 		return // the reserver need not run, and its pid may be another's now
 	case res.Holder != nil:
-		pid = res.Holder.Pid
+		k.pid = res.Holder.Pid
+		if res.Holder.HasStart {
+			k.start = res.Holder.Start
+		}
 	case len(res.Kernel) > 0:
-		pid = int64(res.Kernel[0].Pid)
+		k.pid = int64(res.Kernel[0].Pid)
 	}
-	if pid > 0 && pid <= 1<<31-1 {
-		res.Detail = kernel.Detail(int(pid))
+	if k.pid <= 0 || k.pid > 1<<31-1 {
+		return
 	}
+	d, ok := details[k]
+	if !ok {
+		d = kernel.Detail(int(k.pid))
+		details[k] = d
+	}
+	res.Detail = d
 }
