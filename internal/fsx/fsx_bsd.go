@@ -82,3 +82,6 @@ func fsOf(fd int, path string) (FS, error) {
 	}
 	return FS{Name: name, Remote: !bsdTypes[name], NameMax: nameMax(&st)}, nil
 }
+
+// openDirWhole: no openat2(2) here; the walk opens every directory.
+func openDirWhole(path string) (fd int, ok bool) { return -1, false }

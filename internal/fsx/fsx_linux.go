@@ -5,9 +5,11 @@ package fsx
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -181,4 +183,33 @@ func fsOf(fd int, path string) (FS, error) {
 	}
 	f.NameMax = int(st.Namelen)
 	return f, nil
+}
+
+// noOpenat2 is set once openat2(2) is found missing (Linux before 5.6) or
+// refused (a seccomp filter): openDirWhole then stops trying it.
+var noOpenat2 atomic.Bool
+
+// openDirWhole opens the absolute directory path in one openat2(2) call
+// that refuses a symbolic link anywhere in it (RESOLVE_NO_SYMLINKS), as the
+// walk one component at a time does, and ".." too. ok is false when it did
+// not open it, for any reason: the walk then opens it, or says which
+// component it cannot, in the words it always has. A Lock's Acquire and
+// Release open the lock's directory twice, and the walk was a fifth of
+// their cost (issue 19).
+func openDirWhole(path string) (fd int, ok bool) {
+	if noOpenat2.Load() || strings.Contains(path, "/../") || strings.HasSuffix(path, "/..") {
+		return -1, false
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	err := retry(func() (err error) {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, &how)
+		return err
+	})
+	switch {
+	case err == nil:
+		return fd, true
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM), errors.Is(err, unix.E2BIG):
+		noOpenat2.Store(true)
+	}
+	return -1, false
 }

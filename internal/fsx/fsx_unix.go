@@ -101,6 +101,12 @@ func openDirNoFollow(path string) (int, error) {
 	if !strings.HasPrefix(path, "/") {
 		return -1, pathErr("open", path, "", unix.EINVAL)
 	}
+	if fd, ok := openDirWhole(path); ok {
+		return fd, nil
+	}
+	// One component at a time: where the kernel cannot refuse every
+	// symbolic link of a path in one call, and to name the component
+	// that fails when that call did.
 	fd, err := openRoot("/")
 	if err != nil {
 		return -1, err
