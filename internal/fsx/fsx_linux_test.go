@@ -331,6 +331,38 @@ func TestOpenDirNeverFollows(t *testing.T) {
 	}
 }
 
+// OpenDir of a whole path refuses a symbolic link at any component, at the
+// end or on the way, and names the component, however it opens paths
+// (openat2 where the kernel has it, or one component at a time).
+func TestOpenDirRefusesLinksOnTheWay(t *testing.T) {
+	d := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(d, "real", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(d, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(d, "link"), filepath.Join(d, "link", "sub")} {
+		if dir, err := OpenDir(p); err == nil {
+			dir.Close()
+			t.Errorf("OpenDir(%s) went through a symbolic link", p)
+		} else if !strings.Contains(err.Error(), "link") {
+			t.Errorf("OpenDir(%s) = %v, which does not name the link", p, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(d, "real", "sub"), d + "/real/./sub"} {
+		dir, err := OpenDir(p)
+		if err != nil {
+			t.Fatalf("OpenDir(%s): %v", p, err)
+		}
+		dir.Close()
+	}
+	if dir, err := OpenDir(d + "/real/../real"); err == nil {
+		dir.Close()
+		t.Error("OpenDir of a path with .. succeeded")
+	}
+}
+
 func TestReadDirTypes(t *testing.T) {
 	d := t.TempDir()
 	write(t, filepath.Join(d, "file"), "")
