@@ -654,10 +654,13 @@ func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 		if c.Kind == ClaimBreak || c.Kind == ClaimBuild {
 			_, c.NS = cutNS(s.rest)
 		}
-		if h := c.Record.Holder; c.Maker && h != nil && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && c.Record.Format() == FormatLockctl {
+		if h := c.Record.Holder; c.Maker && h != nil && !h.Reserved && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && c.Record.Format() == FormatLockctl {
 			// lockctl builds and releases only records of its own pid
 			// namespace (a release of another's is refused), so the
-			// record's namespace is its maker's.
+			// record's namespace is its maker's. Not a reservation's: a
+			// worker in a container adopts, and a dispatcher anywhere
+			// releases, a reservation made elsewhere, so the claim's
+			// maker may be of any namespace, and is judged as such.
 			c.NS = h.PidNS
 		}
 		if c.Kind == ClaimHolder && c.By == 0 && c.Record.Holder != nil {

@@ -1423,3 +1423,30 @@ func TestWalkBuildNamesItsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A reservation claimed out of its lock (an adoption or a release --token
+// under way) was claimed by a process of any pid namespace: the worker in a
+// container, the dispatcher anywhere. The claim's maker is judged as of no
+// stated namespace, not of the reserver's; a release claim of an ordinary
+// record keeps its record's.
+func TestWalkReservationClaimNamesNoNamespace(t *testing.T) {
+	reg := tempDir(t)
+	tok := "48." + strings.Repeat("12", 16) + ".1"
+	rec := func(magic, extra string) string {
+		return magic + "\ntoken " + tok + "\npid 48\nstart 1\nboot b\npidns pid:[4026531836]\nhost h\ncommand c\nacquired 2026-11-29T12:00:00Z\n" + extra
+	}
+	mkdir(t, filepath.Join(reg, "r.lock"))
+	writeFile(t, filepath.Join(reg, "r.lock.rel."+tok+".77"), rec(scan.ReserveMagic, "reserved-until 5\ntimens 0\n"))
+	mkdir(t, filepath.Join(reg, "p.lock"))
+	writeFile(t, filepath.Join(reg, "p.lock.rel."+tok+".77"), rec(scan.LockctlMagic, ""))
+	got := byPath(t, walk(t, reg, nil).locks, reg)
+	for name, ns := range map[string]string{"r.lock": "", "p.lock": "pid:[4026531836]"} {
+		l := got[filepath.Join(reg, name)]
+		if l == nil || len(l.Claims) != 1 {
+			t.Fatalf("%s: %+v, want one claim beside it", name, l)
+		}
+		if c := l.Claims[0]; c.Kind != scan.ClaimRelease || c.By != 77 || c.NS != ns {
+			t.Errorf("%s: %s claim by %d of namespace %q, want release by 77 of %q", name, c.Kind, c.By, c.NS, ns)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (r *lcReaper) inShiftedNS(clock string, args ...string) lcResult {
 	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
 		r.t.Skipf("this kernel has no time namespaces: %v", err)
 	}
-	p := r.start(nil, append([]string{unshare, "--time", clock, "100000", "--fork", lcBinary(r.t)}, args...)...)
+	p := r.start(nil, append([]string{unshare, "--time", clock, "100000", "--fork", "--kill-child", lcBinary(r.t)}, args...)...)
 	return lcResult{code: p.wait(60e9), stdout: p.outText(), stderr: p.errText()}
 }
 
