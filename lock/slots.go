@@ -29,12 +29,12 @@ func SlotPaths(path string, n int) ([]string, error) {
 	if ext != ".lock" && ext != ".lck" || stem == "" {
 		return nil, &BadPathError{Path: path, Why: "cannot have slots: a counting lock's name ends in .lock or .lck (its slots are <name>.slot2.lock and so on, which doctor finds by those names)"}
 	}
-	if strings.Contains(stem, ".slot") {
+	if _, i := scan.SlotOf(name); i > 1 {
 		return nil, &BadPathError{Path: path, Why: "names a slot of a counting lock: name the lock itself (slot 1)"}
 	}
 	paths := []string{path}
 	for i := 2; i <= n; i++ {
-		paths = append(paths, filepath.Join(dir, fmt.Sprintf("%s.slot%d%s", stem, i, ext)))
+		paths = append(paths, filepath.Join(dir, scan.SlotName(name, i)))
 	}
 	return paths, nil
 }

@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -443,17 +442,10 @@ func SlotCounts(results []verdict.Result) []SlotFamily {
 }
 
 // slotOf is the counting lock a slot's path belongs to (slot 1's path),
-// and the slot's number: <stem>.slot<i><ext> is slot i of <stem><ext>.
+// and the slot's number.
 func slotOf(path string) (string, int) {
-	dir, name := filepath.Split(path)
-	ext := filepath.Ext(name)
-	stem := strings.TrimSuffix(name, ext)
-	if i := strings.LastIndex(stem, ".slot"); i > 0 {
-		if n, err := strconv.Atoi(stem[i+len(".slot"):]); err == nil && n >= 2 {
-			return filepath.Join(dir, stem[:i]+ext), n
-		}
-	}
-	return path, 1
+	lock, i := scan.SlotOf(filepath.Base(path))
+	return filepath.Join(filepath.Dir(path), lock), i
 }
 
 func render(s lipgloss.Style, text string) string { return s.Render(text) }

@@ -3,6 +3,7 @@ package scan
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -241,4 +242,24 @@ func (s side) claimant() (by int64, token string, maker bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// SlotName is the name of slot i (2 and up) of the counting lock name
+// (--slots): <stem>.slot<i><ext>, beside it. Slot 1 is name itself.
+func SlotName(name string, i int) string {
+	ext := path.Ext(name)
+	return fmt.Sprintf("%s.slot%d%s", strings.TrimSuffix(name, ext), i, ext)
+}
+
+// SlotOf reads a slot's name: the name of the counting lock it is a slot
+// of (slot 1's), and its number. Any other name is slot 1 of itself.
+func SlotOf(name string) (lock string, i int) {
+	ext := path.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	if j := strings.LastIndex(stem, ".slot"); j > 0 {
+		if n, err := strconv.Atoi(stem[j+len(".slot"):]); err == nil && n >= 2 && isDigits(stem[j+len(".slot"):]) {
+			return stem[:j] + ext, n
+		}
+	}
+	return name, 1
 }
