@@ -2,11 +2,8 @@ package kernel
 
 import (
 	"bytes"
-	"os"
-	"os/user"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -15,7 +12,7 @@ import (
 // command line and its user. nil when it cannot be read.
 func Detail(pid int) *verdict.ProcDetail {
 	p := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(p + "/cmdline")
+	b, err := readFile(p + "/cmdline")
 	if err != nil {
 		return nil
 	}
@@ -25,7 +22,7 @@ func Detail(pid int) *verdict.ProcDetail {
 			d.Cmdline = append(d.Cmdline, string(a))
 		}
 	}
-	if s, err := os.ReadFile(p + "/status"); err == nil {
+	if s, err := readFile(p + "/status"); err == nil {
 		for _, l := range strings.Split(string(s), "\n") {
 			if v, ok := strings.CutPrefix(l, "Name:"); ok {
 				d.Comm = strings.TrimSpace(v)
@@ -41,20 +38,4 @@ func Detail(pid int) *verdict.ProcDetail {
 		d.User = userName(d.Uid)
 	}
 	return d
-}
-
-// userNames remembers each uid's name for the run: a report of many live
-// locks of one user looks it up once.
-var userNames sync.Map
-
-func userName(uid int) string {
-	if n, ok := userNames.Load(uid); ok {
-		return n.(string)
-	}
-	n := ""
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		n = u.Username
-	}
-	userNames.Store(uid, n)
-	return n
 }

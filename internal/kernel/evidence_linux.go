@@ -212,7 +212,7 @@ func (k *KernelEvidence) Unseen() (pids []int, others bool) {
 }
 
 func comm(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	if err != nil {
 		return ""
 	}
@@ -443,7 +443,7 @@ func (k *fdScan) scanFds(pid int) bool {
 // be seen.
 func (k *fdScan) scanLeaderless(pid int) bool {
 	for attempt := 0; ; attempt++ {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 		}
@@ -570,7 +570,7 @@ func parseProcLock(line string) (devIno, procLock, bool) {
 // exited reports whether pid has gone, or is a zombie or dead: a process
 // in that state has closed every file it had, so it holds nothing.
 func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 	}
@@ -581,7 +581,7 @@ func exited(pid int) bool {
 // procHidesSome reports whether the /proc here leaves processes out of its
 // listing (hidepid, subset), or whether that cannot be told.
 func procHidesSome() bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := readFile("/proc/self/mountinfo")
 	return err != nil || procHides(string(b))
 }
 
@@ -616,7 +616,7 @@ func procHides(mountinfo string) bool {
 // by the NSpid line of its status (readable where ns/pid is not): one pid
 // there means no namespace below this one.
 func ownNS(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+	b, err := readFile("/proc/" + pid + "/status")
 	if err != nil {
 		return false
 	}

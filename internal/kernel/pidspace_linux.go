@@ -92,7 +92,7 @@ func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) {
 		if gone(err) {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + p + "/status")
+		b, err := readFile("/proc/" + p + "/status")
 		if gone(err) {
 			continue
 		}

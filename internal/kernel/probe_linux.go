@@ -4,7 +4,6 @@ package kernel
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -97,7 +96,7 @@ var procOurs = sync.OnceValue(func() error {
 	// passes the test above; NSpid lists this process's pid in every
 	// namespace from /proc's down to its own, and is one pid only when
 	// they are the same.
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := readFile("/proc/self/status")
 	if err != nil {
 		return fmt.Errorf("cannot read /proc/self/status: %w", errors.Unwrap(err))
 	}
@@ -124,7 +123,7 @@ func readStat(pid int) (verdict.Proc, error) {
 		return verdict.Proc{}, err
 	}
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return verdict.Proc{}, fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
 	}
@@ -166,7 +165,7 @@ type timeOffset struct {
 // it adds to the host's CLOCK_MONOTONIC. Zero on a kernel without time
 // namespaces.
 func monoOffset() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/self/timens_offsets")
+	b, err := timensOffsets()
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -194,8 +193,15 @@ func parseOffset(b []byte, clock string) (time.Duration, error) {
 	return 0, fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)
 }
 
+// timensOffsets is /proc/self/timens_offsets, read once: a process cannot
+// change its own time namespace (setns(2) of one moves only its children,
+// and a Go program, having threads, cannot do even that).
+var timensOffsets = sync.OnceValues(func() ([]byte, error) {
+	return readFile("/proc/self/timens_offsets")
+})
+
 var bootOffset = sync.OnceValue(func() timeOffset {
-	b, err := os.ReadFile("/proc/self/timens_offsets")
+	b, err := timensOffsets()
 	if errors.Is(err, fs.ErrNotExist) {
 		return timeOffset{} // a kernel without time namespaces
 	}
@@ -256,7 +262,7 @@ func LocalHost() verdict.Host {
 	if n, err := strconv.ParseInt(firstLine("/proc/sys/kernel/pid_max"), 10, 64); err == nil && n > 0 {
 		h.PidMax = n
 	}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
+	if b, err := readFile("/proc/stat"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "btime "); ok {
 				if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
@@ -276,7 +282,7 @@ func LocalHost() verdict.Host {
 }
 
 func firstLine(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return ""
 	}
@@ -284,26 +290,20 @@ func firstLine(path string) string {
 	return strings.TrimSpace(string(line))
 }
 
-// clockTicks reads AT_CLKTCK from the auxiliary vector, which is what
+// clockTicks is AT_CLKTCK from the auxiliary vector, which is what
 // sysconf(_SC_CLK_TCK) returns, without cgo. It is 100 on almost every
 // Linux, and that is the fallback.
-func clockTicks() int64 {
+var clockTicks = sync.OnceValue(func() int64 {
 	const atClktck = 17
-	b, err := os.ReadFile("/proc/self/auxv")
-	if err == nil {
-		for len(b) >= 16 {
-			k, v := binary.NativeEndian.Uint64(b), binary.NativeEndian.Uint64(b[8:])
-			if k == atClktck && v > 0 {
-				return int64(v)
+	if av, err := unix.Auxv(); err == nil {
+		for _, kv := range av {
+			if kv[0] == atClktck && kv[1] > 0 {
+				return int64(kv[1])
 			}
-			if k == 0 {
-				break
-			}
-			b = b[16:]
 		}
 	}
 	return 100
-}
+})
 
 // startPlausible: a start time (as shown in this time namespace) no later
 // than this namespace's CLOCK_BOOTTIME now. A process that started before

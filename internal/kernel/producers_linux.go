@@ -74,7 +74,7 @@ func scanGit() gitLook {
 		if err != nil || pid == self {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		b, err := readFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue // exited since the listing
 		}
@@ -99,7 +99,7 @@ func scanGit() gitLook {
 // found is false when it works in none (git init, git clone).
 func gitRepoOfProc(pid int) (dev, ino uint64, found bool, err error) {
 	p := "/proc/" + strconv.Itoa(pid)
-	env, err := os.ReadFile(p + "/environ")
+	env, err := readFile(p + "/environ")
 	if err != nil {
 		return 0, 0, false, err
 	}

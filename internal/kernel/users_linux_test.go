@@ -1,0 +1,45 @@
+package kernel
+
+import (
+	"bufio"
+	"os/user"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every user /etc/passwd knows must get the name libc gives it.
+func TestUserNameMatchesLibc(t *testing.T) {
+	for uid, name := range passwd() {
+		u, err := user.LookupId(strconv.Itoa(uid))
+		if err != nil {
+			continue
+		}
+		if u.Username != name || userName(uid) != name {
+			t.Errorf("uid %d: userName %q, passwd %q, os/user %q", uid, userName(uid), name, u.Username)
+		}
+	}
+	if userName(0) != "root" {
+		t.Errorf("userName(0) = %q, want root", userName(0))
+	}
+	if n := userName(1<<31 - 2); n != "" {
+		t.Errorf("a uid no one has got the name %q", n)
+	}
+}
+
+func TestParsePasswd(t *testing.T) {
+	m := map[int]string{}
+	parsePasswd(bufio.NewScanner(strings.NewReader(
+		"root:x:0:0:root:/root:/bin/bash\n"+
+			"# comment\n"+
+			"toor:x:0:0::/root:/bin/sh\n"+ // a second name of uid 0: the first wins
+			"+nisuser::::::\n"+
+			"bad:x:notanumber:0::/:/bin/false\n"+
+			"short:x\n"+
+			"\n"+
+			"app:x:1000:1000::/home/app:/bin/sh")), m)
+	want := map[int]string{0: "root", 1000: "app"}
+	if len(m) != len(want) || m[0] != "root" || m[1000] != "app" {
+		t.Errorf("parsePasswd = %v, want %v", m, want)
+	}
+}
