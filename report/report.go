@@ -270,18 +270,20 @@ func WriteJSON(w io.Writer, r *Report) error {
 			wg.Add(1)
 			go func(wk int) {
 				defer wg.Done()
+				var buf bytes.Buffer
+				je := json.NewEncoder(&buf) // escapes as json.Marshal does
 				for i := wk; i < len(batch); i += workers {
 					res := batch[i]
 					j := lockJSON(r.Now, *res)
 					if o, ok := r.Outcomes[res.Lock]; ok {
 						j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
 					}
-					b, err := json.MarshalIndent(j, "    ", "  ")
-					if err != nil {
+					buf.Reset()
+					if err := je.Encode(j); err != nil {
 						errs[wk] = err
 						return
 					}
-					enc[i] = b
+					enc[i] = appendIndent(enc[i][:0], bytes.TrimSuffix(buf.Bytes(), []byte("\n")), "    ", "  ")
 				}
 			}(wk)
 		}
