@@ -234,7 +234,7 @@ func (r *Report) Lock(res verdict.Result, o *fix.Outcome) {
 	for i := range res.Lock.Claims {
 		res.Lock.Claims[i].Record.Raw = nil
 	}
-	r.Results = append(r.Results, res)
+	r.Results = append(r.Results, &res)
 	if o != nil {
 		if r.Outcomes == nil {
 			r.Outcomes = map[*scan.Lock]fix.Outcome{}

@@ -88,7 +88,7 @@ func hostileReport(now time.Time) *Report {
 	return &Report{
 		Host: verdict.Host{Name: "h", BootID: "b"},
 		Now:  now,
-		Results: []verdict.Result{
+		Results: []*verdict.Result{
 			{Lock: lock("/run/lock/gone.lock"), Verdict: verdict.Gone, Modified: at(90 * time.Second)},
 			{Lock: lock(`/run/lock/quote"and\back.lock`), Verdict: verdict.Gone, Modified: at(2 * time.Hour)},
 			{Lock: lock("/run/lock/new\nline.lock"), Verdict: verdict.Ownerless, Modified: at(3 * time.Hour)},

@@ -20,7 +20,7 @@ import (
 // byte-exact, and only then.
 func TestJSONPathShellForInvalidUTF8(t *testing.T) {
 	name := "/run/lock/bad\xff.lock"
-	rep := &Report{Now: time.Now(), Results: []verdict.Result{
+	rep := &Report{Now: time.Now(), Results: []*verdict.Result{
 		{Lock: &scan.Lock{Path: name, Kind: scan.KindFile}, Verdict: verdict.Ownerless, Reason: "r"},
 		{Lock: &scan.Lock{Path: "/run/lock/good.lock", Kind: scan.KindFile}, Verdict: verdict.Ownerless, Reason: "r"},
 	}}
@@ -62,10 +62,10 @@ func TestWriteJSONStreamsTheSameBytes(t *testing.T) {
 	a, b, c := mk("/r/a.lock", verdict.Gone), mk("/r/b\xff.lock", verdict.Live), mk("/r/c.lock", verdict.Ownerless)
 	reports := map[string]*Report{
 		"none":    {Host: verdict.Host{Name: "h"}, Now: now},
-		"one":     {Host: verdict.Host{Name: "h"}, Now: now, Results: []verdict.Result{a}},
-		"several": {Host: verdict.Host{Name: "h", BootID: "b"}, Now: now, Results: []verdict.Result{a, b, c}, Errors: []string{"e"}, Unread: []Unread{{Path: "/r/x", Error: "denied"}}},
-		"fix":     {Now: now, Results: []verdict.Result{a, c}, Outcomes: map[*scan.Lock]fix.Outcome{a.Lock: {Action: fix.Removed, Reason: "gone"}}},
-		"only":    {Now: now, Results: []verdict.Result{a, b, c}, Only: map[verdict.Verdict]bool{verdict.Live: true}},
+		"one":     {Host: verdict.Host{Name: "h"}, Now: now, Results: []*verdict.Result{&a}},
+		"several": {Host: verdict.Host{Name: "h", BootID: "b"}, Now: now, Results: []*verdict.Result{&a, &b, &c}, Errors: []string{"e"}, Unread: []Unread{{Path: "/r/x", Error: "denied"}}},
+		"fix":     {Now: now, Results: []*verdict.Result{&a, &c}, Outcomes: map[*scan.Lock]fix.Outcome{a.Lock: {Action: fix.Removed, Reason: "gone"}}},
+		"only":    {Now: now, Results: []*verdict.Result{&a, &b, &c}, Only: map[verdict.Verdict]bool{verdict.Live: true}},
 	}
 	for name, r := range reports {
 		var got bytes.Buffer
@@ -82,7 +82,7 @@ func TestWriteJSONStreamsTheSameBytes(t *testing.T) {
 			if !Shows(r.Only, res.Verdict) {
 				continue
 			}
-			j := lockJSON(r.Now, res)
+			j := lockJSON(r.Now, *res)
 			if o, ok := r.Outcomes[res.Lock]; ok {
 				j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
 			}
@@ -129,7 +129,11 @@ func TestSortOrder(t *testing.T) {
 			}
 			return strings.Compare(a.Lock.Path, b.Lock.Path)
 		})
-		r := &Report{Results: rs, Fail: fail}
+		ptrs := make([]*verdict.Result, len(rs))
+		for i := range rs {
+			ptrs[i] = &rs[i]
+		}
+		r := &Report{Results: ptrs, Fail: fail}
 		r.Sort()
 		for i := range want {
 			if r.Results[i].Reason != want[i].Reason {
