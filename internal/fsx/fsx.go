@@ -120,6 +120,17 @@ type Dir struct {
 	fd   int
 	path string
 	open bool
+	// listed is set once the descriptor has been read from: a directory
+	// opened and listed once, as almost every one in a walk is, needs no
+	// seek back to its start (a system call per directory).
+	listed *bool
+}
+
+func opened(fd int, path string, err error) Dir {
+	if err != nil {
+		return Dir{fd: fd, path: path}
+	}
+	return Dir{fd: fd, path: path, open: true, listed: new(bool)}
 }
 
 // OpenRoot opens the directory at path, which the operator named. Symbolic
@@ -127,7 +138,7 @@ type Dir struct {
 // below it is. The caller closes the Dir.
 func OpenRoot(path string) (Dir, error) {
 	fd, err := openRoot(path)
-	return Dir{fd, path, err == nil}, err
+	return opened(fd, path, err), err
 }
 
 // OpenDir opens the absolute directory path one component at a time from
@@ -135,7 +146,7 @@ func OpenRoot(path string) (Dir, error) {
 // path since it was walked cannot redirect what happens inside it.
 func OpenDir(path string) (Dir, error) {
 	fd, err := openDirNoFollow(path)
-	return Dir{fd, path, err == nil}, err
+	return opened(fd, path, err), err
 }
 
 // Path is the path d was opened by.
@@ -148,7 +159,7 @@ func (d Dir) Join(name string) string { return filepath.Join(d.path, name) }
 // link: a symlink there fails with ELOOP or ENOTDIR (IsNotDirOrLink).
 func (d Dir) OpenDir(name string) (Dir, error) {
 	fd, err := openDirAt(d.fd, d.path, name)
-	return Dir{fd, d.Join(name), err == nil}, err
+	return opened(fd, d.Join(name), err), err
 }
 
 // Close closes d, ignoring EINTR as Linux requires.
@@ -228,7 +239,11 @@ func (d Dir) Sync() error { return fsync(d.fd, d.path) }
 // f must strings.Clone what it keeps. This lets a walk skip the many names
 // it does not care about without allocating them.
 func (d Dir) Each(f func(name string, typ fs.FileMode)) error {
-	return readDirFunc(d.fd, d.path, f)
+	rewind := d.listed == nil || *d.listed
+	if d.listed != nil {
+		*d.listed = true // before reading: a read that fails midway moves the offset too
+	}
+	return readDirFunc(d.fd, d.path, rewind, f)
 }
 
 // List lists d from its start. Each entry carries the type the kernel

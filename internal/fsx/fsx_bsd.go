@@ -47,9 +47,9 @@ func fstat(fd int, path string) (Stat, error) {
 	return fromStat(&x), nil
 }
 
-func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+func readDirFunc(fd int, dir string, rewind bool, f func(name string, typ fs.FileMode)) error {
 	var names []string
-	return readDirents(fd, dir, unix.ReadDirent, func(buf []byte) {
+	return readDirents(fd, dir, rewind, unix.ReadDirent, func(buf []byte) {
 		_, _, names = unix.ParseDirent(buf, -1, names[:0])
 		for _, name := range names {
 			typ := fs.ModeIrregular

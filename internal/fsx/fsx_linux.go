@@ -56,8 +56,8 @@ func fstat(fd int, path string) (Stat, error) {
 	return fromStatx(&x), nil
 }
 
-func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
-	return readDirents(fd, dir, unix.Getdents, func(buf []byte) { eachDirent(buf, f) })
+func readDirFunc(fd int, dir string, rewind bool, f func(name string, typ fs.FileMode)) error {
+	return readDirents(fd, dir, rewind, unix.Getdents, func(buf []byte) { eachDirent(buf, f) })
 }
 
 // eachDirent decodes struct linux_dirent64 records (ino u64, off s64,

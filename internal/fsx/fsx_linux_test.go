@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -556,5 +557,53 @@ func TestRemove(t *testing.T) {
 	var pe *fs.PathError
 	if err := fd.Remove("f"); !errors.As(err, &pe) || pe.Op != "remove" || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Unlinkat(missing) = %#v, want *fs.PathError remove ErrNotExist", err)
+	}
+}
+
+// A directory is read from its start each time it is listed, through the
+// Dir or any copy of it: the walk lists a directory again to see what was
+// made beside its locks, and a second listing that began at the end of
+// the first would see nothing there.
+func TestListAgainFromTheStart(t *testing.T) {
+	top := t.TempDir()
+	for _, n := range []string{"a.lock", "b.lock", "c"} {
+		if err := os.WriteFile(filepath.Join(top, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := OpenRoot(filepath.Dir(top))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	d, err := root.OpenDir(filepath.Base(top))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names := func(d Dir) []string {
+		es, err := d.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []string
+		for _, e := range es {
+			if e.Name != "." && e.Name != ".." {
+				ns = append(ns, e.Name)
+			}
+		}
+		slices.Sort(ns)
+		return ns
+	}
+	first := names(d)
+	if !slices.Equal(first, []string{"a.lock", "b.lock", "c"}) {
+		t.Fatalf("first listing: %q", first)
+	}
+	if again := names(d); !slices.Equal(again, first) {
+		t.Errorf("second listing: %q, want %q", again, first)
+	}
+	c := d // a copy shares the descriptor and its offset
+	if again := names(c); !slices.Equal(again, first) {
+		t.Errorf("listing through a copy: %q, want %q", again, first)
 	}
 }

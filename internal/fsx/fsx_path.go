@@ -144,7 +144,7 @@ func fstat(fd int, path string) (Stat, error) {
 	return fromInfo(fi), nil
 }
 
-func readDirFunc(fd int, dir string, f func(name string, typ fs.FileMode)) error {
+func readDirFunc(fd int, dir string, _ bool, f func(name string, typ fs.FileMode)) error {
 	p, err := pathOf(fd)
 	if err != nil {
 		return pathErr("readdir", dir, "", err)

@@ -225,12 +225,15 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 // directories, and a fresh 32 KiB buffer for each is garbage to collect.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// readDirents reads the directory open at fd from its start, even if it was
-// read before, one buffer of records at a time (read is getdents or
-// ReadDirent), handing each buffer to each.
-func readDirents(fd int, dir string, read func(fd int, buf []byte) (int, error), each func(buf []byte)) error {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return pathErr("readdir", dir, "", err)
+// readDirents reads the directory open at fd from its start, seeking back
+// to it when rewind says the descriptor was read before, one buffer of
+// records at a time (read is getdents or ReadDirent), handing each buffer
+// to each.
+func readDirents(fd int, dir string, rewind bool, read func(fd int, buf []byte) (int, error), each func(buf []byte)) error {
+	if rewind {
+		if _, err := unix.Seek(fd, 0, 0); err != nil {
+			return pathErr("readdir", dir, "", err)
+		}
 	}
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
