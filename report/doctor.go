@@ -39,8 +39,8 @@ func NewTally(fail map[verdict.Verdict]bool, fixing bool) *Tally {
 }
 
 // Add counts one judged lock, with what --fix did to it when o is not nil.
-func (t *Tally) Add(res verdict.Result, o *fix.Outcome) {
-	t.Counts[res.Verdict]++
+func (t *Tally) Add(v verdict.Verdict, o *fix.Outcome) {
+	t.Counts[v]++
 	resolved := false
 	if o != nil {
 		if t.Actions != nil {
@@ -48,7 +48,7 @@ func (t *Tally) Add(res verdict.Result, o *fix.Outcome) {
 		}
 		resolved = o.Action == fix.Removed || o.Action == fix.Restored || o.Gone
 	}
-	if t.fail[res.Verdict] && !resolved {
+	if t.fail[v] && !resolved {
 		t.Attention = true
 	}
 }

@@ -20,6 +20,14 @@ func ShellQuote(s string) string {
 	}
 	safe, printable := true, true
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf { // ASCII, as nearly every path is
+			if !shellSafe[c] {
+				safe = false
+				printable = printable && c >= 0x20 && c != 0x7f
+			}
+			i++
+			continue
+		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1, isControl(r):
@@ -56,6 +64,14 @@ func ShellQuote(s string) string {
 	b.WriteString("'")
 	return b.String()
 }
+
+// shellSafe are the ASCII bytes a shell word may hold unquoted.
+var shellSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", rune(c))
+	}
+	return t
+}()
 
 func isControl(r rune) bool {
 	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' ||

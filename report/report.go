@@ -60,9 +60,9 @@ func (r *Report) Tally() *Tally {
 	t := NewTally(r.Fail, r.Outcomes != nil)
 	for _, res := range r.Results {
 		if o, ok := r.Outcomes[res.Lock]; ok {
-			t.Add(*res, &o)
+			t.Add(res.Verdict, &o)
 		} else {
-			t.Add(*res, nil)
+			t.Add(res.Verdict, nil)
 		}
 	}
 	return t
