@@ -256,14 +256,15 @@ func WriteJSON(w io.Writer, r *Report) error {
 				defer wg.Done()
 				var buf bytes.Buffer
 				je := json.NewEncoder(&buf) // escapes as json.Marshal does
+				var j jsonLock              // one per worker: encoded through a pointer, not copied to the heap per lock
 				for i := wk; i < len(batch); i += workers {
 					res := batch[i]
-					j := lockJSON(r.Now, *res)
+					j = lockJSON(r.Now, *res)
 					if o, ok := r.Outcomes[res.Lock]; ok {
 						j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
 					}
 					buf.Reset()
-					if err := je.Encode(j); err != nil {
+					if err := je.Encode(&j); err != nil {
 						errs[wk] = err
 						return
 					}
