@@ -28,17 +28,30 @@ var localAddrs = sync.OnceValue(func() map[netip.Addr]bool {
 		if err != nil {
 			continue
 		}
-		for _, a := range attrs {
-			if a.Attr.Type != syscall.IFA_ADDRESS && a.Attr.Type != syscall.IFA_LOCAL {
-				continue
-			}
-			if ip, ok := netip.AddrFromSlice(a.Value); ok {
-				m[ip.Unmap()] = true
-			}
+		if ip, ok := ifaAddr(attrs); ok {
+			m[ip.Unmap()] = true
 		}
 	}
 	return m
 })
+
+// ifaAddr is the address of one RTM_NEWADDR message: IFA_LOCAL where the
+// message has one, IFA_ADDRESS otherwise. On a point-to-point link
+// (ppp, a tunnel with a peer) IFA_ADDRESS is the far end's address, which
+// must never count as this machine's: a lock its host wrote would then be
+// judged by this machine's pids. Package net chooses the same way.
+func ifaAddr(attrs []syscall.NetlinkRouteAttr) (netip.Addr, bool) {
+	var addr []byte
+	for _, a := range attrs {
+		switch a.Attr.Type {
+		case syscall.IFA_LOCAL:
+			return netip.AddrFromSlice(a.Value)
+		case syscall.IFA_ADDRESS:
+			addr = a.Value
+		}
+	}
+	return netip.AddrFromSlice(addr)
+}
 
 // IsLocalAddr implements verdict.AddrWitness: ip is a loopback address
 // (Firefox writes the address its host name resolves to, 127.0.1.1 on
