@@ -63,12 +63,29 @@ func parsePasswd(sc *bufio.Scanner, m map[int]string) {
 	}
 }
 
+// getentPaths are where getent(1) is installed. It is run by absolute
+// path, never looked up in PATH: doctor often runs as root, and a
+// directory early in an operator's PATH is no place to take a program from.
+var getentPaths = []string{"/usr/bin/getent", "/bin/getent"}
+
 // getent asks the name service for uid's name, for at most two seconds so
 // that an unreachable directory server does not stall a report.
 func getent(uid int) string {
+	bin := ""
+	for _, p := range getentPaths {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		return ""
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "getent", "passwd", strconv.Itoa(uid)).Output()
+	cmd := exec.CommandContext(ctx, bin, "passwd", strconv.Itoa(uid))
+	cmd.WaitDelay = time.Second // a child of an NSS module holding stdout open does not hold us
+	out, err := cmd.Output()
 	if err != nil {
 		return ""
 	}

@@ -2,7 +2,9 @@ package kernel
 
 import (
 	"bufio"
+	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,5 +43,31 @@ func TestParsePasswd(t *testing.T) {
 	want := map[int]string{0: "root", 1000: "app"}
 	if len(m) != len(want) || m[0] != "root" || m[1000] != "app" {
 		t.Errorf("parsePasswd = %v, want %v", m, want)
+	}
+}
+
+// getent(1) answers for a uid only the name service knows, and is run from
+// where it is installed, never from a directory early in PATH.
+func TestGetentByAbsolutePath(t *testing.T) {
+	installed := false
+	for _, p := range getentPaths {
+		if _, err := os.Stat(p); err == nil {
+			installed = true
+		}
+	}
+	if !installed {
+		t.Skip("getent(1) is not installed")
+	}
+	if n := getent(0); n != "root" {
+		t.Errorf("getent(0) = %q, want root", n)
+	}
+	dir := t.TempDir()
+	fake := "#!/bin/sh\necho 'planted:x:4242:4242::/:/bin/sh'\n"
+	if err := os.WriteFile(filepath.Join(dir, "getent"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	if n := getent(4242); n == "planted" {
+		t.Errorf("getent ran the getent found first in PATH (%s)", dir)
 	}
 }
