@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -295,13 +294,6 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Re
 
 // batch runs doctor, then sorts and writes the whole report.
 func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, report.Result, error) {
-	if os.Getenv("GOGC") == "" {
-		// Every result is kept until the walk is over, to be sorted: let
-		// the heap grow half as far beyond them before collecting, not as
-		// far again (at 20,000 locks, 60 MiB at its peak instead of 95,
-		// for a few per cent more time). An operator's GOGC wins.
-		debug.SetGCPercent(50)
-	}
 	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail, Only: d.only}
 	if d.opts.Fixer != nil {
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
