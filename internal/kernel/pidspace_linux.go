@@ -163,7 +163,7 @@ func statusField(status, key string) (string, bool) {
 // statusExited is statExited for a /proc/<pid>/status: state Z or X with a
 // single thread. Anything it cannot read is doubt: not exited.
 func statusExited(status string) bool {
-	state, _ := statusField(status, "verdict.State")
+	state, _ := statusField(status, "State")
 	threads, _ := statusField(status, "Threads")
 	if state == "" || !strings.ContainsAny(state[:1], "ZXx") {
 		return false

@@ -4,8 +4,12 @@ package kernel
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
@@ -90,4 +94,58 @@ func TestPidSpaceFromPartialViews(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNamesakesLeaveOutZombies: a container's process that has exited and
+// was never reaped (its parent never waits, as pid 1 here never does) holds
+// nothing, so its pid there is no namesake of a pid file's pid.
+func TestNamesakesLeaveOutZombies(t *testing.T) {
+	c := testutil.StartContainer(t, testutil.FreePid(t), "sh -c 'true & exec sleep 600'")
+	var zombie int
+	testutil.WaitFor(t, 10*time.Second, "the container's zombie", func() bool {
+		kids := strings.Fields(readTestFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Pid, c.Pid)))
+		if len(kids) != 1 {
+			return false
+		}
+		zombie, _ = strconv.Atoi(kids[0])
+		st := readTestFile(fmt.Sprintf("/proc/%d/status", zombie))
+		s, _ := statusField(st, "State")
+		return strings.HasPrefix(s, "Z")
+	})
+	levels := nsPids(readTestFile(fmt.Sprintf("/proc/%d/status", zombie)))
+	if len(levels) < 2 {
+		t.Fatalf("the zombie (host pid %d) has no pid of its own in the container: NSpid %v", zombie, levels)
+	}
+	inner, _ := strconv.Atoi(levels[len(levels)-1])
+	idx, err := KernelProbe{}.Namesakes()
+	if err != nil {
+		t.Fatalf("Namesakes(): %v", err)
+	}
+	for _, n := range idx[inner] {
+		if n.Pid == zombie {
+			t.Errorf("Namesakes()[%d] holds the zombie (host pid %d): an exited process holds nothing", inner, zombie)
+		}
+	}
+	if len(idx[c.Inner]) == 0 {
+		t.Errorf("Namesakes()[%d] is empty: the container's live process is missing", c.Inner)
+	}
+}
+
+func TestStatusExited(t *testing.T) {
+	for status, want := range map[string]bool{
+		"Name:\tsleep\nState:\tZ (zombie)\nThreads:\t1\n":   true,
+		"Name:\tsleep\nState:\tX (dead)\nThreads:\t1\n":     true,
+		"Name:\tsleep\nState:\tS (sleeping)\nThreads:\t1\n": false,
+		"Name:\tjava\nState:\tZ (zombie)\nThreads:\t12\n":   false, // its leader exited; threads live on
+		"Name:\tsleep\nThreads:\t1\n":                       false, // no state: doubt
+	} {
+		if got := statusExited(status); got != want {
+			t.Errorf("statusExited(%q) = %v, want %v", status, got, want)
+		}
+	}
+}
+
+func readTestFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
 }
