@@ -402,11 +402,20 @@ func (j *Judge) elsewhere(pid int) string {
 	if !ok {
 		return errNoPidSpace.Error()
 	}
-	idx, err := ps.Namesakes()
-	if err != nil {
-		return err.Error()
+	var ns []Namesake
+	if one, ok := ps.(PidNamesakes); ok {
+		var err error
+		if ns, err = one.NamesakesOf(pid); err != nil {
+			return err.Error()
+		}
+	} else {
+		idx, err := ps.Namesakes()
+		if err != nil {
+			return err.Error()
+		}
+		ns = idx[pid]
 	}
-	if ns := idx[pid]; len(ns) > 0 {
+	if len(ns) > 0 {
 		n := ns[0]
 		where := "a pid namespace below this one"
 		if n.NS != "" {

@@ -37,6 +37,13 @@ type PidSpace interface {
 	NamespaceInUse(ns string) (bool, error)
 }
 
+// PidNamesakes is a PidSpace that can answer for one pid without a look at
+// every process each time: Namesakes()[inner], as fresh. The kernel's probe
+// answers from its last look while no process has been created since.
+type PidNamesakes interface {
+	NamesakesOf(inner int) ([]Namesake, error)
+}
+
 // namesakes is the part of CachingProbe that remembers the index of
 // namesakes for the run. (NamespaceInUse is passed through, never cached.)
 type namesakes struct {

@@ -79,6 +79,46 @@ func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) {
 	if err := wholeView(); err != nil {
 		return nil, err
 	}
+	f0, counted := forks()
+	idx, err := namesakes()
+	if err == nil && counted {
+		looks.keepNamesakes(f0, idx)
+	}
+	return idx, err
+}
+
+// NamesakesOf implements verdict.PidNamesakes: Namesakes()[inner], from the
+// last look while no process has been created since it began (lookCache),
+// each of its namesakes checked to be still running; from a new look
+// otherwise.
+func (p KernelProbe) NamesakesOf(inner int) ([]verdict.Namesake, error) {
+	if err := wholeView(); err != nil {
+		return nil, err
+	}
+	f0, counted := forks()
+	if idx, ok := looks.namesakes(f0, counted); ok {
+		var live []verdict.Namesake
+		for _, n := range idx[inner] {
+			b, err := readFile("/proc/" + strconv.Itoa(n.Pid) + "/status")
+			switch {
+			case gone(err):
+			case err != nil:
+				return nil, fmt.Errorf("cannot read /proc/%d/status (%v), so whether a container's process has this pid cannot be told: run as root", n.Pid, errors.Unwrap(err))
+			case !statusExited(string(b)):
+				live = append(live, n)
+			}
+		}
+		return live, nil
+	}
+	idx, err := p.Namesakes()
+	if err != nil {
+		return nil, err
+	}
+	return idx[inner], nil
+}
+
+// namesakes looks at every process for Namesakes.
+func namesakes() (map[int][]verdict.Namesake, error) {
 	pids, err := procPids()
 	if err != nil {
 		return nil, err
@@ -128,6 +168,19 @@ func (KernelProbe) NamespaceInUse(ns string) (bool, error) {
 	if err := wholeView(); err != nil {
 		return false, err
 	}
+	f0, counted := forks()
+	if looks.ended(f0, counted, ns) {
+		return false, nil
+	}
+	used, err := namespaceInUse(ns)
+	if err == nil && !used && counted {
+		looks.keepEnded(f0, ns)
+	}
+	return used, err
+}
+
+// namespaceInUse looks at every process for NamespaceInUse.
+func namespaceInUse(ns string) (bool, error) {
 	pids, err := procPids()
 	if err != nil {
 		return false, err
@@ -147,6 +200,82 @@ func (KernelProbe) NamespaceInUse(ns string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// A look at every process holds for as long as no process has been
+// created since it began: a pid, or a pid namespace's member, comes into
+// being only by fork (a process's own pids and namespace never change
+// after it), so what the look found absent is absent still. What it found
+// present may have exited since, so that is checked again, process by
+// process. The kernel counts every fork and clone since boot ("processes"
+// in /proc/stat, for the whole machine whatever the namespace), and the
+// count is read at each question, after the claim the question follows:
+// the questions the fix protocol asks afresh after each claim then cost
+// one look per sweep on a quiet machine instead of one per lock, and are as
+// fresh as before.
+type lookCache struct {
+	mu    sync.Mutex
+	forks uint64
+	idx   map[int][]verdict.Namesake // nil: no look at forks
+	empty map[string]bool            // namespaces a look at forks found no process in
+}
+
+var looks lookCache
+
+// forks reads the machine's count of processes created since boot. ok is
+// false where it cannot be read or is not a count (zero, as an emulated
+// /proc may give): nothing is then kept between looks.
+var forks = func() (uint64, bool) {
+	b, err := readFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "processes "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil && n > 0
+		}
+	}
+	return 0, false
+}
+
+func (c *lookCache) namesakes(f uint64, counted bool) (map[int][]verdict.Namesake, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !counted || c.forks != f || c.idx == nil {
+		return nil, false
+	}
+	return c.idx, true
+}
+
+func (c *lookCache) ended(f uint64, counted bool, ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return counted && c.forks == f && c.empty[ns]
+}
+
+// at makes the cache that of the look that began at fork count f.
+func (c *lookCache) at(f uint64) {
+	if c.forks != f {
+		c.forks, c.idx, c.empty = f, nil, nil
+	}
+}
+
+func (c *lookCache) keepNamesakes(f uint64, idx map[int][]verdict.Namesake) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at(f)
+	c.idx = idx
+}
+
+func (c *lookCache) keepEnded(f uint64, ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at(f)
+	if c.empty == nil {
+		c.empty = map[string]bool{}
+	}
+	c.empty[ns] = true
 }
 
 // statusField returns the value of the line "key:\t<value>" of a

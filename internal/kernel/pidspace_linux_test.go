@@ -149,3 +149,83 @@ func readTestFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
 }
+
+// TestNamesakesOfSeesAProcessMadeSinceTheLastLook: the fix protocol asks
+// again after each claim. A container started after the last look at every
+// process (the kernel's fork count has moved) is seen by the next question,
+// though that question is answered from the last look when nothing has
+// been created since.
+func TestNamesakesOfSeesAProcessMadeSinceTheLastLook(t *testing.T) {
+	inner := testutil.FreePid(t)
+	if ns, err := (KernelProbe{}).NamesakesOf(inner); err != nil || len(ns) != 0 {
+		t.Skipf("pid %d is already a namesake (%v, %v)", inner, ns, err)
+	}
+	c := testutil.StartContainer(t, inner, "exec sleep 600")
+	ns, err := KernelProbe{}.NamesakesOf(inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 1 || ns[0].Pid != c.Pid {
+		t.Errorf("NamesakesOf(%d) after a container started with that pid = %v, want host pid %d", inner, ns, c.Pid)
+	}
+}
+
+// TestNamesakesOfFromTheLastLook: while the fork count stands still (made
+// to here), a question is answered from the last look, and a namesake that
+// has exited since is checked and left out.
+func TestNamesakesOfFromTheLastLook(t *testing.T) {
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
+	count := uint64(1 << 40)
+	old := forks
+	forks = func() (uint64, bool) { return count, true }
+	t.Cleanup(func() { forks = old })
+	if _, err := (KernelProbe{}).Namesakes(); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := (KernelProbe{}).NamesakesOf(c.Inner); err != nil || len(ns) != 1 {
+		t.Fatalf("NamesakesOf(%d) = %v, %v; want the container's process", c.Inner, ns, err)
+	}
+	// A process made now is not seen while the count says none was: the
+	// answer came from the look.
+	d := testutil.StartContainer(t, testutil.FreePid(t, c.Inner), "exec sleep 600")
+	if ns, _ := (KernelProbe{}).NamesakesOf(d.Inner); len(ns) != 0 {
+		t.Fatalf("NamesakesOf(%d) = %v with the fork count unchanged; want the last look's answer (none)", d.Inner, ns)
+	}
+	c.Stop()
+	testutil.WaitFor(t, 10*time.Second, "the container's process to go", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", c.Pid))
+		return os.IsNotExist(err)
+	})
+	if ns, err := (KernelProbe{}).NamesakesOf(c.Inner); err != nil || len(ns) != 0 {
+		t.Errorf("NamesakesOf(%d) = %v, %v after the process exited; want none", c.Inner, ns, err)
+	}
+	count++ // a fork: the next question looks again
+	if ns, _ := (KernelProbe{}).NamesakesOf(d.Inner); len(ns) != 1 {
+		t.Errorf("NamesakesOf(%d) = %v after the fork count moved; want the second container's process", d.Inner, ns)
+	}
+}
+
+// TestNamespaceInUseFromTheLastLook: a namespace a look found empty stays
+// ended while nothing has been created since; a namespace in use is asked
+// about afresh.
+func TestNamespaceInUseFromTheLastLook(t *testing.T) {
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
+	count := uint64(1 << 40)
+	old := forks
+	forks = func() (uint64, bool) { return count, true }
+	t.Cleanup(func() { forks = old })
+	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || !used {
+		t.Fatalf("NamespaceInUse(%s) = %v, %v; want in use", c.NS, used, err)
+	}
+	c.Stop()
+	testutil.WaitFor(t, 10*time.Second, "the namespace to end", func() bool {
+		used, err := KernelProbe{}.NamespaceInUse(c.NS)
+		return err == nil && !used
+	})
+	// White-box: the cache holds the namespace as ended at this count. Were
+	// a process to enter a namespace of that inode, a fork would have moved
+	// the count, and the question is asked afresh.
+	if !looks.ended(count, true, c.NS) || looks.ended(count+1, true, c.NS) {
+		t.Errorf("the ended namespace is not kept at its fork count only")
+	}
+}
