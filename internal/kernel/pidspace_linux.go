@@ -91,7 +91,7 @@ func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) {
 // last look while no process has been created since it began (lookCache),
 // each of its namesakes checked to be still running; from a new look
 // otherwise.
-func (p KernelProbe) NamesakesOf(inner int) ([]verdict.Namesake, error) {
+func (KernelProbe) NamesakesOf(inner int) ([]verdict.Namesake, error) {
 	if err := wholeView(); err != nil {
 		return nil, err
 	}
@@ -110,9 +110,12 @@ func (p KernelProbe) NamesakesOf(inner int) ([]verdict.Namesake, error) {
 		}
 		return live, nil
 	}
-	idx, err := p.Namesakes()
+	idx, err := namesakes()
 	if err != nil {
 		return nil, err
+	}
+	if counted {
+		looks.keepNamesakes(f0, idx)
 	}
 	return idx[inner], nil
 }
