@@ -225,15 +225,22 @@ type lookCache struct {
 
 var looks lookCache
 
-// forks reads the machine's count of processes created since boot. ok is
-// false where it cannot be read or is not a count (zero, as an emulated
-// /proc may give): nothing is then kept between looks.
+// forks reads the machine's count of processes created since boot
+// (total_forks, which copy_process raises for every process and thread).
+// ok is false where it cannot be read or is zero, as gVisor's /proc/stat
+// always says ("processes 0", pkg/sentry/fsimpl/proc/tasks_files.go):
+// nothing is then kept between looks.
 var forks = func() (uint64, bool) {
 	b, err := readFile("/proc/stat")
 	if err != nil {
 		return 0, false
 	}
-	for _, l := range strings.Split(string(b), "\n") {
+	return parseForks(string(b))
+}
+
+// parseForks reads the "processes" line of a /proc/stat.
+func parseForks(stat string) (uint64, bool) {
+	for _, l := range strings.Split(stat, "\n") {
 		if v, ok := strings.CutPrefix(l, "processes "); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n, err == nil && n > 0

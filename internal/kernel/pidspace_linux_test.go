@@ -229,3 +229,20 @@ func TestNamespaceInUseFromTheLastLook(t *testing.T) {
 		t.Errorf("the ended namespace is not kept at its fork count only")
 	}
 }
+
+func TestParseForks(t *testing.T) {
+	for stat, want := range map[string]uint64{
+		"cpu  1 2 3\nctxt 10\nbtime 1700000000\nprocesses 119508\nprocs_running 1\n": 119508,
+		"ctxt 0\nbtime 1700000000\nprocesses 0\nprocs_running 0\n":                   0, // gVisor: no count, nothing kept
+		"ctxt 0\nbtime 1700000000\n":                                                 0,
+		"processes -3\n":                                                             0,
+	} {
+		n, ok := parseForks(stat)
+		if n != want || ok != (want > 0) {
+			t.Errorf("parseForks(%q) = %d, %v; want %d, %v", stat, n, ok, want, want > 0)
+		}
+	}
+	if n, ok := forks(); !ok || n == 0 {
+		t.Errorf("forks() on this machine = %d, %v; want its count", n, ok)
+	}
+}
