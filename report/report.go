@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -249,33 +248,21 @@ func WriteJSON(w io.Writer, r *Report) error {
 	for start := 0; start < len(shown); start += len(enc) {
 		batch := shown[start:min(start+len(enc), len(shown))]
 		var wg sync.WaitGroup
-		errs := make([]error, workers)
 		for wk := 0; wk < workers; wk++ {
 			wg.Add(1)
 			go func(wk int) {
 				defer wg.Done()
-				var buf bytes.Buffer
-				je := json.NewEncoder(&buf) // escapes as json.Marshal does
-				var j jsonLock              // one per worker: encoded through a pointer, not copied to the heap per lock
 				for i := wk; i < len(batch); i += workers {
 					res := batch[i]
-					j = lockJSON(r.Now, *res)
+					j := lockJSON(r.Now, *res)
 					if o, ok := r.Outcomes[res.Lock]; ok {
 						j.Action, j.ActionReason, j.Conflict = string(o.Action), o.Reason, o.Conflict
 					}
-					buf.Reset()
-					if err := je.Encode(&j); err != nil {
-						errs[wk] = err
-						return
-					}
-					enc[i] = appendIndent(enc[i][:0], bytes.TrimSuffix(buf.Bytes(), []byte("\n")), "    ", "  ")
+					enc[i] = appendLockJSON(enc[i][:0], &j)
 				}
 			}(wk)
 		}
 		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
 		for i := range batch {
 			if n > 0 {
 				bw.WriteByte(',')
