@@ -175,10 +175,7 @@ func TestNamesakesOfSeesAProcessMadeSinceTheLastLook(t *testing.T) {
 // has exited since is checked and left out.
 func TestNamesakesOfFromTheLastLook(t *testing.T) {
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
-	count := uint64(1 << 40)
-	old := forks
-	forks = func() (uint64, bool) { return count, true }
-	t.Cleanup(func() { forks = old })
+	count := holdForkCount(t)
 	if _, err := (KernelProbe{}).Namesakes(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +196,7 @@ func TestNamesakesOfFromTheLastLook(t *testing.T) {
 	if ns, err := (KernelProbe{}).NamesakesOf(c.Inner); err != nil || len(ns) != 0 {
 		t.Errorf("NamesakesOf(%d) = %v, %v after the process exited; want none", c.Inner, ns, err)
 	}
-	count++ // a fork: the next question looks again
+	*count++ // a fork: the next question looks again
 	if ns, _ := (KernelProbe{}).NamesakesOf(d.Inner); len(ns) != 1 {
 		t.Errorf("NamesakesOf(%d) = %v after the fork count moved; want the second container's process", d.Inner, ns)
 	}
@@ -210,10 +207,7 @@ func TestNamesakesOfFromTheLastLook(t *testing.T) {
 // about afresh.
 func TestNamespaceInUseFromTheLastLook(t *testing.T) {
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
-	count := uint64(1 << 40)
-	old := forks
-	forks = func() (uint64, bool) { return count, true }
-	t.Cleanup(func() { forks = old })
+	count := holdForkCount(t)
 	if used, err := (KernelProbe{}).NamespaceInUse(c.NS); err != nil || !used {
 		t.Fatalf("NamespaceInUse(%s) = %v, %v; want in use", c.NS, used, err)
 	}
@@ -225,7 +219,7 @@ func TestNamespaceInUseFromTheLastLook(t *testing.T) {
 	// White-box: the cache holds the namespace as ended at this count. Were
 	// a process to enter a namespace of that inode, a fork would have moved
 	// the count, and the question is asked afresh.
-	if !looks.ended(count, true, c.NS) || looks.ended(count+1, true, c.NS) {
+	if !looks.ended(*count, true, c.NS) || looks.ended(*count+1, true, c.NS) {
 		t.Errorf("the ended namespace is not kept at its fork count only")
 	}
 }
@@ -245,4 +239,14 @@ func TestParseForks(t *testing.T) {
 	if n, ok := forks(); !ok || n == 0 {
 		t.Errorf("forks() on this machine = %d, %v; want its count", n, ok)
 	}
+}
+
+// holdForkCount makes the kernel's fork count, as the probe reads it, a
+// number the test moves by hand, for the rest of the test.
+func holdForkCount(t *testing.T) *uint64 {
+	count := uint64(1 << 40)
+	old := forks
+	forks = func() (uint64, bool) { return count, true }
+	t.Cleanup(func() { forks = old })
+	return &count
 }
