@@ -729,3 +729,7 @@ func forwardSignal(s os.Signal, fg bool) bool {
 	}
 	return true
 }
+
+// GateCommand is the process that would hold CMD at run's gate, for
+// internal/bench/runfloor, which times the gate without a lock.
+func GateCommand(cmdArgs []string) (*exec.Cmd, error) { return gateCommand(cmdArgs) }
