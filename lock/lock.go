@@ -119,6 +119,11 @@ func (l *Lock) File() *os.File { return l.kernel }
 // not change under a running process.
 var localHost = sync.OnceValue(kernel.LocalHost)
 
+// selfPid is this process's pid, asked once: a Go process cannot fork
+// without exec, so it cannot change, and an Acquire and Release asked for it
+// six times.
+var selfPid = os.Getpid()
+
 // selfStart is this process's own start time once it has been read: it
 // cannot change while the process runs, and reading it was a fifth of an
 // Acquire's cost. A failure to read it is not kept.
@@ -126,7 +131,7 @@ var selfStart atomic.Uint64
 
 // startOf returns the start time of a running pid, the fence of the record.
 func startOf(pid int) (uint64, error) {
-	if pid != os.Getpid() {
+	if pid != selfPid {
 		return probeStart(pid)
 	}
 	if s := selfStart.Load(); s != 0 {
@@ -269,7 +274,7 @@ func holder(opts Options) (scan.Holder, error) {
 	}
 	pid := opts.Pid
 	if pid == 0 {
-		pid = os.Getpid()
+		pid = selfPid
 	}
 	start, err := startOf(pid)
 	if err != nil {
@@ -371,7 +376,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 		}
 		token = l.Holder.Token
 	} else {
-		token = newToken(os.Getpid())
+		token = newToken(selfPid)
 	}
 
 	// Build the whole lock beside its final name (<lock>.new.<token>, a
@@ -390,7 +395,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 			l.dropKernel()
 		}
 	}()
-	if self := os.Getpid(); grace == 0 && (opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self)) {
+	if self := selfPid; grace == 0 && (opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self)) {
 		// This process is a recorded holder, alive to hold the kernel lock
 		// too (and to hand it to the process Start makes); one that only
 		// acquires for another process is not.
@@ -427,7 +432,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 // was written carries nothing else to tell a reader in another namespace
 // whose pid it names.
 func (l *Lock) makeBuild(d fsx.Dir, token string) (string, error) {
-	tmp := fmt.Sprintf("%s.new.%s.%d%s", l.name, token, os.Getpid(), scan.NSSuffix(localHost().PidNS))
+	tmp := fmt.Sprintf("%s.new.%s.%d%s", l.name, token, selfPid, scan.NSSuffix(localHost().PidNS))
 	if err := d.Mkdir(tmp, 0o755); err != nil {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			// Not the build's own name, which means nothing to an
@@ -445,7 +450,7 @@ func (l *Lock) makeBuild(d fsx.Dir, token string) (string, error) {
 // held, and doctor names the holder from the kernel too. It adds evidence
 // and replaces nothing: the record and its fence still decide.
 func (l *Lock) flockBuilt(d fsx.Dir, tmp string) error {
-	f, err := d.OpenFile(tmp, os.O_RDONLY, 0)
+	f, err := d.OpenDirFile(tmp)
 	if err != nil {
 		return err
 	}
@@ -485,7 +490,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	// running process with a flock on the lock still holds it. Nothing else
 	// of the kernel's evidence: acquire never breaks an owner-less lock.
 	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &kernel.KernelEvidence{Fresh: true}}}
-	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
+	fixer := &fix.Fixer{Judge: judge, Pid: selfPid}
 	wait := time.Millisecond
 	var last verdict.Result
 	var notBroken string // why the last sweep of a gone lock kept it
@@ -528,7 +533,7 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 			return false, true, nil
 		}
 		res := judge.Judge(cur)
-		if h := res.Holder; len(names) == 1 && res.Verdict == verdict.Live && h != nil && !h.Reserved && !l.Holder.Reserved && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(os.Getpid()) {
+		if h := res.Holder; len(names) == 1 && res.Verdict == verdict.Live && h != nil && !h.Reserved && !l.Holder.Reserved && h.Pid == l.Holder.Pid && h.HasStart && h.Start == l.Holder.Start && h.Pid != int64(selfPid) {
 			// Another process, which holds it, asks again (lockctl
 			// acquire from a shell that holds it): it waits on lockctl,
 			// so waiting would wait on itself. (A goroutine of this
@@ -647,7 +652,7 @@ func (l *Lock) publishByMkdir(d fsx.Dir, tmp string) (err error) {
 	}()
 	if l.kernel != nil {
 		// This directory, not the build, is the lock: the flock moves to it.
-		f, err := d.OpenFile(l.name, os.O_RDONLY, 0)
+		f, err := d.OpenDirFile(l.name)
 		if err != nil {
 			return err
 		}
@@ -797,7 +802,7 @@ func (l *Lock) Release() error {
 	}
 	// The claim names this releaser apart from the holder, so that a
 	// release abandoned by a releaser that is gone can be finished.
-	claim := fmt.Sprintf("%s.rel.%s.%d", l.name, l.Holder.Token, os.Getpid())
+	claim := fmt.Sprintf("%s.rel.%s.%d", l.name, l.Holder.Token, selfPid)
 	// On NFS and the like, a link and an unlink: for a moment the record
 	// has both names; then only the claim's.
 	err = in.MoveNoReplace("holder", d, claim)
@@ -921,7 +926,7 @@ func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
 	if res.Verdict != verdict.Claimed || len(res.Remove) == 0 {
 		return false, fmt.Errorf("cannot release %s: a release of it is under way (%s)", cur.Path, res.Reason)
 	}
-	fixer := &fix.Fixer{Judge: judge, Pid: os.Getpid()}
+	fixer := &fix.Fixer{Judge: judge, Pid: selfPid}
 	switch o := fixer.Fix(res); {
 	case o.Action == fix.Restored:
 		return false, nil // the record is back: release it as usual

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/kernel"
@@ -174,7 +173,7 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	}
 	// 2. Claim the reservation, as a release does: the directory stays,
 	// empty, with the claim beside it naming this process.
-	claim := fmt.Sprintf("%s.rel.%s.%d", name, token, os.Getpid())
+	claim := fmt.Sprintf("%s.rel.%s.%d", name, token, selfPid)
 	if err := in.MoveNoReplace("holder", d, claim); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &NotReservedError{Path: abs, Token: token, Why: "its record was claimed first (released, or broken once its grace passed)"}
@@ -213,8 +212,8 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if err := d.Remove(claim); err != nil {
 		return l, fmt.Errorf("adopted %s, but the reservation's claim %s could not be removed: %w", abs, d.Join(claim), err)
 	}
-	if self := os.Getpid(); opts.Pid == 0 || opts.Pid == self {
-		if f, err := d.OpenFile(name, os.O_RDONLY, 0); err == nil {
+	if self := selfPid; opts.Pid == 0 || opts.Pid == self {
+		if f, err := d.OpenDirFile(name); err == nil {
 			if tryFlock(f) == nil {
 				l.kernel = f
 			} else {

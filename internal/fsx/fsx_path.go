@@ -378,6 +378,18 @@ func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, e
 	return f, nil
 }
 
+func openDirFileAt(dirfd int, dir, name string) (*os.File, error) {
+	f, err := openFileAt(dirfd, dir, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		f.Close()
+		return nil, pathErr("open", dir, name, syscall.ENOTDIR)
+	}
+	return f, nil
+}
+
 func readlinkAt(dirfd int, dir, name string, max int) (string, error) {
 	base, err := pathOf(dirfd)
 	if err != nil {

@@ -274,6 +274,14 @@ func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, e
 	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
 }
 
+func openDirFileAt(dirfd int, dir, name string) (*os.File, error) {
+	fd, err := openDirAt(dirfd, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
+}
+
 func readlinkAt(dirfd int, dir, name string, max int) (string, error) {
 	buf := make([]byte, max+1)
 	var n int
