@@ -332,6 +332,45 @@ func TestOpenDirNeverFollows(t *testing.T) {
 	}
 }
 
+// OpenDirFile opens only a directory, never through a symbolic link, and
+// the file it returns is a plain blocking descriptor that can carry a
+// flock.
+func TestOpenDirFileOnlyDirectories(t *testing.T) {
+	d := t.TempDir()
+	fd := openDir(t, d)
+	if err := os.Mkdir(filepath.Join(d, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(d, "link")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "file"), "")
+	if err := unix.Mkfifo(filepath.Join(d, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"link", "file", "fifo"} {
+		if f, err := fd.OpenDirFile(name); err == nil {
+			f.Close()
+			t.Errorf("OpenDirFile(%s) succeeded, want a refusal", name)
+		}
+	}
+	f, err := fd.OpenDirFile("real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Name() != filepath.Join(d, "real") {
+		t.Errorf("Name() = %q, want %q", f.Name(), filepath.Join(d, "real"))
+	}
+	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Errorf("flags %#x, %v: want a blocking descriptor", fl, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("flock: %v", err)
+	}
+}
+
 // OpenDir of a whole path refuses a symbolic link at any component, at the
 // end or on the way, and names the component, however it opens paths
 // (openat2 where the kernel has it, or one component at a time).
