@@ -220,11 +220,17 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 
 // claimedRecord judges the holder record a claim holds. A record of a gone
 // holder that a running process still flocks (a pid file claimed by a
-// break) is in use: live, so it goes back rather than away.
+// break), or whose lock directory a running process still flocks (lockctl
+// run's command, flock(1) on the path), is in use: live, so it goes back
+// rather than away, as the same lock without the claim reads live.
 func (j *Judge) claimedRecord(l *scan.Lock, c scan.Claim) judged {
 	rec := j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
 	if rec.v == Gone {
-		if by, ok := j.lockedBy(c.Record.Info); ok {
+		by, ok := j.lockedBy(c.Record.Info)
+		if !ok && l.Kind == scan.KindDir {
+			by, ok = j.lockedBy(l.Info)
+		}
+		if ok {
 			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
 		}
 	}

@@ -316,6 +316,21 @@ func TestJudgeGoneButLocked(t *testing.T) {
 			ev: heldBy(lockIno, KernelHolder{How: "OFD lock"}), want: Live, reason: "but the kernel's lock table still holds it (OFD lock, taken by a process that has exited",
 		},
 		{
+			// A break abandoned by a breaker that is gone, of a lock
+			// directory a live process flocks (lockctl run's command,
+			// flock(1) on the path): in use, as it reads without the
+			// claim, so the record goes back and the lock stays.
+			name: "claimed-abandoned-break-of-a-flocked-dir", lock: onDisk(emptyDir(breakB(breaker, b))),
+			ev: heldBy(lockIno, KernelHolder{Pid: 812, Comm: "rsync", How: "flock"}), want: Claimed,
+			reason: "the record it holds is live (pid 4242 is not running, but flock held by pid 812 (rsync))",
+			remove: steps(restore(in(regDir, breakBName(breaker, b)), in(lockPath, "holder.4242.0123456789abcdef0123456789abcdef.1"))),
+		},
+		{
+			name: "claimed-abandoned-break-unlocked", lock: onDisk(emptyDir(breakB(breaker, b))),
+			ev: nobodyHolds(), want: Claimed, reason: "was abandoned",
+			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, b)))),
+		},
+		{
 			name: "pid-file-held-open", lock: onDisk(pidLock(pidHolder(holderPid))),
 			ev: heldBy(lockIno, KernelHolder{Pid: 812, Comm: "cat", How: "open"}), want: Gone, reason: "pid 4242 is not running",
 			remove: steps(rm(pidPath)),
@@ -331,7 +346,8 @@ func TestJudgeGoneButLocked(t *testing.T) {
 // TestJudgeKernelHoldersNotAsked: a lock whose record is usable (live,
 // foreign, unknown, recycled) or that is only side files is judged by
 // that, and the kernel's tables are never consulted, even when they would
-// name a holder. (A gone record is the exception: TestJudgeGoneButLocked.)
+// name a holder. (A gone record is the exception: TestJudgeGoneButLocked,
+// also for a record a claim holds.)
 func TestJudgeKernelHoldersNotAsked(t *testing.T) {
 	rsync := KernelHolder{Pid: 812, Comm: "rsync", How: "flock"}
 	b := holderB(holderPid, hereScope)
@@ -347,11 +363,6 @@ func TestJudgeKernelHoldersNotAsked(t *testing.T) {
 		{
 			name: "unknown-out-of-range", lock: onDisk(pidLock(pidHolder(-1))),
 			ev: heldBy(lockIno, rsync), want: Unknown, reason: "out of range", notAsked: true,
-		},
-		{
-			name: "claimed-abandoned-break", lock: onDisk(emptyDir(breakB(breaker, b))),
-			ev: heldBy(lockIno, rsync), want: Claimed, reason: "was abandoned",
-			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, b)))), notAsked: true,
 		},
 		{
 			name: "only-side-files", lock: orphan(scan.FormatRegistryB, breakB(breaker, b)),
