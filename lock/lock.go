@@ -204,6 +204,11 @@ func splitName(path string) (abs, dir, name string, err error) {
 	case base == "." || base == "..":
 		return bad("names a directory, not a lock: name the lock inside it, such as %s", filepath.Join(path, "app.lock"))
 	}
+	if lock, ok := scan.SideOf(filepath.Base(path)); ok {
+		// doctor would read such a lock as a claim of that lock, and
+		// --fix could finish the claim: remove it while it is held.
+		return bad("is named as a side file of the lock %s (its build, claim or release), and doctor would read it as one: choose a name without lockctl's markers (.new. .dead. .pub. .rel. .holder)", lock)
+	}
 	if abs, err = filepath.Abs(path); err != nil {
 		return "", "", "", err
 	}

@@ -731,3 +731,24 @@ func TestLongestNameIsBreakable(t *testing.T) {
 	}
 	testutil.WantNames(t, dir)
 }
+
+// TestSideFileNamesRefused: a lock named as another lock's side file
+// (x.lock.new.<token>.<pid>, y.lock.rel.<token>.<pid>) is refused, since
+// doctor reads it as that claim, never as a live lock, and --fix would
+// finish the claim, removing the lock while its holder runs.
+func TestSideFileNamesRefused(t *testing.T) {
+	dir := t.TempDir()
+	tok := "4242.0123456789abcdef0123456789abcdef.1"
+	for _, name := range []string{"x.lock.new." + tok + ".99", "y.lock.rel." + tok + ".99", "z.lock.dead." + tok + ".99", "w.lock.holder"} {
+		var bad *BadPathError
+		if _, err := Acquire(context.Background(), filepath.Join(dir, name), Options{}); !errors.As(err, &bad) {
+			t.Errorf("Acquire(%s) = %v, want *BadPathError", name, err)
+		}
+	}
+	testutil.WantNames(t, dir)
+	l, err := Acquire(context.Background(), filepath.Join(dir, "x.new.lock"), Options{})
+	if err != nil {
+		t.Fatalf("Acquire(x.new.lock): %v", err)
+	}
+	l.Release()
+}

@@ -158,6 +158,24 @@ func (m Matcher) side(name string) (side, bool) {
 	return side{}, false
 }
 
+// defaultSides reads side files under the default lock names.
+var defaultSides = func() Matcher {
+	m, err := NewMatcher(DefaultNames)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// SideOf reports whether name, under the default lock names, reads as a
+// side file (a build, claim or release) of the lock it returns, rather than
+// as a lock: doctor would judge a lock of that name as that lock's claim,
+// and could finish it.
+func SideOf(name string) (lock string, ok bool) {
+	s, ok := defaultSides.side(name)
+	return s.base, ok
+}
+
 // SideRoom is the most that lockctl's side files add to a lock's name: a
 // break claim of one of its own locks,
 // <lock>.dead.<pid>.<32 hex>.<attempt>.<breaker pid>.ns<inode>, sized for
