@@ -302,7 +302,10 @@ func TestReadFileBounds(t *testing.T) {
 	}
 }
 
-func TestOpenDirNeverFollows(t *testing.T) {
+// realLinkFile makes a directory holding a directory "real", a symbolic
+// link "link" to it and an empty file "file", and opens it.
+func realLinkFile(t *testing.T) (string, Dir) {
+	t.Helper()
 	d := t.TempDir()
 	fd := openDir(t, d)
 	if err := os.Mkdir(filepath.Join(d, "real"), 0o755); err != nil {
@@ -312,6 +315,11 @@ func TestOpenDirNeverFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(d, "file"), "")
+	return d, fd
+}
+
+func TestOpenDirNeverFollows(t *testing.T) {
+	_, fd := realLinkFile(t)
 	if cfd, err := fd.OpenDir("link"); err == nil {
 		cfd.Close()
 		t.Error("OpenDirAt(symlink to dir) succeeded, want ELOOP or ENOTDIR")
@@ -336,15 +344,7 @@ func TestOpenDirNeverFollows(t *testing.T) {
 // the file it returns is a plain blocking descriptor that can carry a
 // flock.
 func TestOpenDirFileOnlyDirectories(t *testing.T) {
-	d := t.TempDir()
-	fd := openDir(t, d)
-	if err := os.Mkdir(filepath.Join(d, "real"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("real", filepath.Join(d, "link")); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(d, "file"), "")
+	d, fd := realLinkFile(t)
 	if err := unix.Mkfifo(filepath.Join(d, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
