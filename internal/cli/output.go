@@ -91,6 +91,8 @@ func writeFileAtomic(path string, render func(io.Writer) error) error {
 	switch {
 	case !errors.As(err, &we):
 		return err
+	case errors.Is(we.Err, fsx.ErrNotRegular):
+		return fmt.Errorf("cannot write %s: it is not a regular file, and --output replaces the file at its path; leave --output out and redirect standard output instead (> %s)", report.ShellQuote(we.Path), report.ShellQuote(we.Path))
 	case we.Op == "rename":
 		return fmt.Errorf("cannot rename %s to %s: %w", report.ShellQuote(we.From), report.ShellQuote(we.Path), we.Err)
 	}

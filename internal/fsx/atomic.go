@@ -44,13 +44,18 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // as it was.
 //
 // The new file gets mode 0666 less the umask, as a shell redirection would;
-// path's old mode and owner are not kept, and if path is a symbolic link,
-// the link itself is replaced. Two writers of the same path at once each
+// path's old mode and owner are not kept. What stands at path must be a
+// regular file, or nothing: a device, FIFO, socket, directory or symbolic
+// link there is refused (ErrNotRegular) and left alone, since renaming over
+// it would replace /dev/null or /dev/stdout for everyone. Two writers of the same path at once each
 // publish a complete file; the later rename wins. A process killed (SIGKILL)
 // between creating the temporary file and the rename leaves it behind;
 // nothing else does.
 func WriteFileAtomic(path string, render func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return &WriteError{Op: "replace", Path: path, Err: ErrNotRegular}
+	}
 	f, tmp, err := createExclusive(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return &WriteError{Op: "create a temporary file in", Path: dir, Err: bare(err)}

@@ -118,26 +118,6 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
-// TestWriteFileAtomicRenameFails: a target that is a directory cannot be
-// replaced; the error says so and the temporary file is removed.
-func TestWriteFileAtomicRenameFails(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "out.prom")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	err := fsx.WriteFileAtomic(target, func(w io.Writer) error {
-		_, err := io.WriteString(w, "x 1\n")
-		return err
-	})
-	if err == nil || !strings.Contains(err.Error(), "cannot rename") {
-		t.Fatalf("WriteFileAtomic over a directory = %v, want a rename error", err)
-	}
-	if got := strings.Join(dirEntries(t, dir), " "); got != "out.prom" {
-		t.Errorf("the directory holds %q, want only out.prom", got)
-	}
-}
-
 // TestWriteFileAtomicNoDirectory: a missing directory is an error that
 // names it, and nothing is created.
 func TestWriteFileAtomicNoDirectory(t *testing.T) {
@@ -167,5 +147,43 @@ func TestWriteFileAtomicMode(t *testing.T) {
 	}
 	if st.Mode().Perm() != 0o644 {
 		t.Errorf("mode = %v, want -rw-r--r-- (0666 less umask 022)", st.Mode().Perm())
+	}
+}
+
+// TestWriteFileAtomicRefusesNonRegular: a device, FIFO, directory or
+// symbolic link at the path is refused and left as it was; renaming over
+// it would replace /dev/null or /dev/stdout for everyone.
+func TestWriteFileAtomicRefusesNonRegular(t *testing.T) {
+	d := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(d, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(d, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", filepath.Join(d, "link")); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"fifo", "dir", "link"}
+	if os.Geteuid() == 0 {
+		if err := syscall.Mknod(filepath.Join(d, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, "null")
+	}
+	for _, name := range names {
+		p := filepath.Join(d, name)
+		before, _ := os.Lstat(p)
+		err := fsx.WriteFileAtomic(p, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+		if !errors.Is(err, fsx.ErrNotRegular) {
+			t.Errorf("WriteFileAtomic(%s) = %v, want ErrNotRegular", name, err)
+		}
+		if after, err := os.Lstat(p); err != nil || after.Mode() != before.Mode() {
+			t.Errorf("%s is now %v (%v), was %v", name, after.Mode(), err, before.Mode())
+		}
+	}
+	ents, _ := os.ReadDir(d)
+	if len(ents) != len(names) {
+		t.Errorf("%d entries left, want %d (no temporary file)", len(ents), len(names))
 	}
 }
