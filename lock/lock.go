@@ -400,7 +400,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 			l.dropKernel()
 		}
 	}()
-	if self := selfPid; grace == 0 && (opts.Start != nil || opts.Pid == 0 || opts.Pid == self || slices.Contains(opts.Also, self)) {
+	if grace == 0 && (opts.Start != nil || opts.Pid == 0 || opts.Pid == selfPid || slices.Contains(opts.Also, selfPid)) {
 		// This process is a recorded holder, alive to hold the kernel lock
 		// too (and to hand it to the process Start makes); one that only
 		// acquires for another process is not.

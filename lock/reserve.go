@@ -212,7 +212,7 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if err := d.Remove(claim); err != nil {
 		return l, fmt.Errorf("adopted %s, but the reservation's claim %s could not be removed: %w", abs, d.Join(claim), err)
 	}
-	if self := selfPid; opts.Pid == 0 || opts.Pid == self {
+	if opts.Pid == 0 || opts.Pid == selfPid {
 		if f, err := d.OpenDirFile(name); err == nil {
 			if tryFlock(f) == nil {
 				l.kernel = f

@@ -47,8 +47,9 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // path's old mode and owner are not kept. What stands at path must be a
 // regular file, or nothing: a device, FIFO, socket, directory or symbolic
 // link there is refused (ErrNotRegular) and left alone, since renaming over
-// it would replace /dev/null or /dev/stdout for everyone. Two writers of the same path at once each
-// publish a complete file; the later rename wins. A process killed (SIGKILL)
+// it would replace /dev/null or /dev/stdout for everyone. Two writers of
+// the same path at once each publish a complete file; the later rename
+// wins. A process killed (SIGKILL)
 // between creating the temporary file and the rename leaves it behind;
 // nothing else does.
 func WriteFileAtomic(path string, render func(io.Writer) error) (err error) {
