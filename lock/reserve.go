@@ -30,6 +30,11 @@ type Reservation struct {
 	Until time.Time
 }
 
+// MaxGrace is the longest grace a reservation takes: a year. A worker is
+// started in seconds or minutes, and a deadline far beyond that overflowed
+// the record's clock, leaving a lock nothing could take or release.
+const MaxGrace = 365 * 24 * time.Hour
+
 // Reserve takes the lock at path for a worker not yet started, for grace,
 // waiting for it as Acquire does until ctx is done. opts.Pid is the
 // reserver (0: this process), recorded but not needed alive: the lock stays
@@ -37,8 +42,8 @@ type Reservation struct {
 // grace. The deadline is on this boot's CLOCK_MONOTONIC, so a wall-clock
 // step cannot shorten it and a reboot ends it.
 func Reserve(ctx context.Context, path string, grace time.Duration, opts Options) (*Reservation, error) {
-	if grace <= 0 {
-		return nil, fmt.Errorf("cannot reserve %s: the grace must be more than 0, not %s", path, grace)
+	if grace <= 0 || grace > MaxGrace {
+		return nil, fmt.Errorf("cannot reserve %s: the grace must be more than 0 and at most %s, not %s", path, MaxGrace, grace)
 	}
 	if opts.Start != nil || len(opts.Also) > 0 {
 		return nil, fmt.Errorf("cannot reserve %s: a reservation names its reserver only", path)

@@ -232,3 +232,24 @@ func TestWaitOnReservationSaidOnce(t *testing.T) {
 		t.Errorf("the wait said %q, want one note of the reservation", notes)
 	}
 }
+
+// TestReserveGraceBounded: a grace beyond MaxGrace is refused and nothing
+// is made; its deadline overflowed the record's clock (2562047h wrote a
+// negative reserved-until), and the lock could then be neither adopted,
+// released nor broken.
+func TestReserveGraceBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, grace := range []time.Duration{MaxGrace + time.Second, 2562047 * time.Hour} {
+		if _, err := Reserve(context.Background(), filepath.Join(dir, "g.lock"), grace, Options{}); err == nil || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("Reserve(grace %s) = %v, want a refusal", grace, err)
+		}
+	}
+	testutil.WantNames(t, dir)
+	r, err := Reserve(context.Background(), filepath.Join(dir, "g.lock"), MaxGrace, Options{})
+	if err != nil {
+		t.Fatalf("Reserve(grace %s): %v", MaxGrace, err)
+	}
+	if !r.Until.After(time.Now().Add(MaxGrace - time.Hour)) {
+		t.Errorf("Until = %s, want about a year from now", r.Until)
+	}
+}

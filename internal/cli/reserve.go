@@ -87,8 +87,8 @@ func reserveAction(c *cli.Context) error {
 		return err
 	}
 	grace := c.Duration("grace")
-	if grace <= 0 {
-		return usageErr("--grace %s: give the time the worker has to adopt the lock, such as 30s", grace)
+	if grace <= 0 || grace > lock.MaxGrace {
+		return usageErr("--grace %s: give the time the worker has to adopt the lock, such as 30s (at most %s)", grace, lock.MaxGrace)
 	}
 	slots, err := slotsOf(c)
 	if err != nil {
