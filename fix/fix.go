@@ -27,6 +27,7 @@ package fix
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -661,6 +662,9 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	case len(l.Claims) > 0 || len(l.Others) > 0 || len(l.Writers) > 0 || len(l.Pending) > 0:
 		return kept("owner-less, but side files or other entries sit with it; resolve it by hand")
 	}
+	if why, nothing := holdsNothing(l); !nothing {
+		return kept("%s: age never removes it; inspect it by hand", why)
+	}
 	d, out := f.reopen(l, true)
 	if out != nil {
 		return *out
@@ -678,6 +682,27 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 		return f.legacyDir(l, lockPlace, claim)
 	}
 	return kept("the legacy sweep removes only owner-less lock files and empty lock directories")
+}
+
+// holdsNothing reports whether l is a lock that holds nothing, the only
+// kind age may remove: an empty lock file, one that says it was written
+// without an owner ("0", FormatNoPid), or an empty lock directory. Bytes no
+// format lockctl reads claim may be another program's live lock or its data
+// (GnuPG's pubring.kbx.lock, Cargo.lock), and a known producer's lock is
+// removed only by that producer's own rule; why says which. Directories
+// pass here: sweepLegacy sweeps only an empty one with no record.
+func holdsNothing(l *scan.Lock) (why string, nothing bool) {
+	switch {
+	case l.Producer != "" || l.KernelLock != "":
+		return fmt.Sprintf("owner-less, but it is a lock of %s, removed only by that program's own rule", cmp.Or(l.Producer, l.KernelLock)), false
+	case l.Kind != scan.KindFile || len(l.Holders) != 1:
+		return "", true // a directory: only an empty one is swept (sweepLegacy)
+	case l.Holders[0].Err != nil:
+		return fmt.Sprintf("owner-less, but its bytes are not a record lockctl reads (%v), so they may be another program's lock or data", l.Holders[0].Err), false
+	case l.Format != scan.FormatEmpty && l.Format != scan.FormatNoPid:
+		return fmt.Sprintf("owner-less, but it holds %s bytes, not nothing", l.Format), false
+	}
+	return "", true
 }
 
 // legacyStill judges a claimed owner-less lock again: still owner-less, and
