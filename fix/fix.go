@@ -816,15 +816,43 @@ func (f *Fixer) Debris(res verdict.Result) int {
 		if !ok || i < 0 {
 			continue
 		}
-		mine := fmt.Sprintf("%s.new.%s.%d%s", l.Name, rest[:i], f.Pid, scan.NSSuffix(f.Judge.Host.PidNS))
+		token := rest[:i]
+		mine := fmt.Sprintf("%s.new.%s.%d%s", l.Name, token, f.Pid, scan.NSSuffix(f.Judge.Host.PidNS))
+		// Examined before it is touched: a build past scan's read limit
+		// was judged by its name alone, and whatever is not lockctl's
+		// build is never renamed.
+		if _, inert := claimedBuild(d, name, token); !inert {
+			continue
+		}
+		// 1. Claim.
 		if err := d.RenameNoReplace(name, d, mine); err != nil {
 			continue // another sweeper took it, or it is gone
 		}
+		// 2. Verify what was claimed, read afresh: still lockctl's build
+		// (an empty directory, or one holding only a lockctl record of
+		// this token), or it goes back, never replacing, and is left
+		// alone. Its maker was judged gone; only the maker publishes.
+		if _, inert := claimedBuild(d, mine, token); !inert {
+			_ = d.RenameNoReplace(mine, d, name)
+			continue
+		}
+		// 3. Remove: the record, then the directory, which fails if
+		// anything was put inside meanwhile.
 		if d.RemoveWith(mine, "holder") == nil {
 			removed++
 		}
 	}
 	return removed
+}
+
+// claimedBuild reads the build (or the claimed build) name in d and says, by verdict's
+// rule (InertBuild), whether it is lockctl's build of token.
+func claimedBuild(d fsx.Dir, name, token string) (string, bool) {
+	rec, others := scan.ReadSideDir(d, name)
+	if rec.Err == nil {
+		rec.Holder, rec.Err = scan.ParseLockctl(rec.Raw)
+	}
+	return verdict.InertBuild(scan.Claim{Kind: scan.ClaimBuild, Token: token, Record: rec, Others: others})
 }
 
 // spentReservation removes name, a reservation's claim left by an adopter

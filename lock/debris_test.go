@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -200,4 +201,85 @@ func TestBuildNameCarriesNamespace(t *testing.T) {
 	if len(names) != 1 || !strings.HasPrefix(names[0], "x.lock.new.") || !strings.HasSuffix(names[0], want) {
 		t.Errorf("the build beside the lock: %q, want x.lock.new.<token>%s", names, want)
 	}
+}
+
+// TestSweepLeavesWhatIsNotABuild: a side file named like an unpublished
+// build whose maker is gone (<lock>.new.<token>.<gone pid>) is swept only
+// when it is lockctl's build: a directory holding nothing but a lockctl
+// record of the name's token. A directory that also holds other files, a
+// regular file, or a record of another token is left exactly as it was, by
+// every sweep and by Acquire, with the lock there or not (issue 28, case 6).
+func TestSweepLeavesWhatIsNotABuild(t *testing.T) {
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "x.lock")
+			gone := testutil.Gone(t)
+			name := func(i int) string { return fmt.Sprintf("%s.new.%d.%032x.1.%d", p, gone, i, gone) }
+			record := func(i int) []byte {
+				_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) {
+					setPid(h, gone)
+					h.Token = fmt.Sprintf("%d.%032x.1", gone, i)
+				})
+				return rec
+			}
+			// A build of token 1 that also holds someone's file.
+			testutil.Mkdir(t, name(1))
+			testutil.WriteFile(t, filepath.Join(name(1), "holder"), record(1))
+			testutil.WriteFile(t, filepath.Join(name(1), "data"), []byte("keep me\n"))
+			// A regular file of a build's name.
+			testutil.WriteFile(t, name(2), record(2))
+			// A directory whose record carries another token.
+			testutil.Mkdir(t, name(3))
+			testutil.WriteFile(t, filepath.Join(name(3), "holder"), record(4))
+			// A directory holding a record of another format.
+			testutil.Mkdir(t, name(5))
+			testutil.WriteFile(t, filepath.Join(name(5), "holder"), []byte("12345\n"))
+			if held {
+				l := acquireWithin(t, p, 5*time.Second)
+				defer l.Release()
+			}
+			before := testutil.Snapshot(t, dir)
+			for range 2 {
+				sweep(t, dir)
+				testutil.Untouched(t, dir, before)
+			}
+			for _, r := range judgeDir(t, dir) {
+				for _, s := range r.Debris {
+					t.Errorf("%s: debris step %s %s for what is not a build", r.Lock.Name, s.Op, s.Path)
+				}
+			}
+		})
+	}
+}
+
+// TestDebrisExaminesBeforeItTouches: fix.Debris acts on steps judged
+// earlier (or, past scan's read limit, by name alone); what stands there
+// when it acts must still be lockctl's build, or it is not renamed, nor
+// removed: a regular file, a directory that also holds another file, a
+// record of another token.
+func TestDebrisExaminesBeforeItTouches(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.lock")
+	gone := testutil.Gone(t)
+	name := func(i int) string { return fmt.Sprintf("%s.new.%d.%032x.1.%d", p, gone, i, gone) }
+	_, rec := holderFor(t, os.Getpid(), func(h *scan.Holder) {
+		setPid(h, gone)
+		h.Token = fmt.Sprintf("%d.%032x.1", gone, 1)
+	})
+	testutil.Mkdir(t, name(1))
+	testutil.WriteFile(t, filepath.Join(name(1), "holder"), rec)
+	testutil.WriteFile(t, filepath.Join(name(1), "data"), []byte("keep me\n"))
+	testutil.WriteFile(t, name(2), rec)
+	testutil.Mkdir(t, name(3))
+	testutil.WriteFile(t, filepath.Join(name(3), "holder"), rec) // token 1's record
+	before := testutil.Snapshot(t, dir)
+	res := verdict.Result{Lock: &scan.Lock{Path: p, Dir: dir, Name: "x.lock", Kind: scan.KindMissing}}
+	for i := 1; i <= 3; i++ {
+		res.Debris = append(res.Debris, verdict.Step{Op: verdict.OpRemove, Path: filepath.Join(name(i), "holder")}, verdict.Step{Op: verdict.OpRmdir, Path: name(i)})
+	}
+	if n := fix.New(localHost()).Debris(res); n != 0 {
+		t.Errorf("Debris removed %d, want 0: none of them is a build", n)
+	}
+	testutil.Untouched(t, dir, before)
 }

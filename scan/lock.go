@@ -204,8 +204,14 @@ type Claim struct {
 	// "pid:[4026531836]"), where the side file says: lockctl's break claims
 	// carry it in their name (<lock>.dead.<...>.ns<inode>), and its builds
 	// and releases in the record their maker wrote. "" means nothing says.
-	NS     string
+	NS string
+	// Token is the token the side file's name carries, or "".
+	Token  string
 	Record Record
+	// Others are the entries of a side directory (a build) other than its
+	// record, at most a few dozen: a directory holding more than its
+	// record is not lockctl's build, whatever its name says.
+	Others []string
 }
 
 // Writer is a generation B writer.<token>.<pid> evidence file.

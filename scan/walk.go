@@ -637,16 +637,16 @@ func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 	sort.SliceStable(sides, func(i, j int) bool { return sides[i].kind != ClaimBuild && sides[j].kind == ClaimBuild })
 	for i, s := range sides {
 		by, tok, maker := s.claimant()
-		c := Claim{Kind: s.kind, By: by, Maker: maker, Record: Record{File: s.name}}
+		c := Claim{Kind: s.kind, By: by, Maker: maker, Token: tok, Record: Record{File: s.name}}
 		if i < maxSideFiles {
 			c.Record = readRecord(d, s.name, s.name)
 			if errors.Is(c.Record.Err, fsx.ErrNotRegular) && c.Record.Info.Mode.IsDir() {
 				// lockctl builds its record in a directory beside the lock
 				// (<lock>.new.<token>/holder) before publishing it.
-				c.Record = readSideDir(d, s.name)
+				c.Record, c.Others = ReadSideDir(d, s.name)
 			}
 		} else {
-			c.Record.Err = fmt.Errorf("not read: more than %d side files", maxSideFiles)
+			c.Record.Err = fmt.Errorf("%w: more than %d side files", ErrNotRead, maxSideFiles)
 		}
 		if c.Record.Err == nil {
 			c.Record.Holder, c.Record.Err = parseClaimed(c.Record.Raw, tok)
@@ -672,14 +672,31 @@ func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 	}
 }
 
-// readSideDir reads the record inside a side directory.
-func readSideDir(d fsx.Dir, name string) Record {
+// ErrNotRead is why a side file past the read limit has no record: it was
+// not read at all, so nothing is known of what it holds.
+var ErrNotRead = errors.New("not read")
+
+// ReadSideDir reads the record inside the side directory name of d (a
+// lockctl build, <lock>.new.<token>.<maker>/holder), without following a
+// link, and names the other entries there (at most a few dozen). The
+// record's File is name + "/holder"; Holder is left for the caller to parse.
+func ReadSideDir(d fsx.Dir, name string) (Record, []string) {
 	sd, err := d.OpenDir(name)
 	if err != nil {
-		return Record{File: name, Err: err}
+		return Record{File: name, Err: err}, nil
 	}
 	defer sd.Close()
-	return readRecord(sd, "holder", name+"/holder")
+	ents, err := sd.List()
+	if err != nil {
+		return Record{File: name, Err: err}, nil
+	}
+	var others []string
+	for _, e := range ents {
+		if e.Name != "holder" && len(others) < maxOthers {
+			others = append(others, e.Name)
+		}
+	}
+	return readRecord(sd, "holder", name+"/holder"), others
 }
 
 // orphan makes a Lock for side files whose lock no longer exists: an

@@ -3,6 +3,7 @@ package verdict
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -30,11 +31,64 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 		if c.Kind != scan.ClaimBuild || !c.Maker {
 			continue
 		}
+		if _, inert := InertBuild(c); !inert {
+			continue // not lockctl's: noted (notBuilds), never touched
+		}
 		if p := j.probeSide(l, c); p.State == StateAbsent || p.State == StateZombie {
 			steps = append(steps, Step{Op: OpRemove, Path: filepath.Join(l.Dir, sub, "holder")}, Step{Op: OpRmdir, Path: filepath.Join(l.Dir, sub)})
 		}
 	}
 	return steps
+}
+
+// InertBuild reports whether c, named as one of lockctl's unpublished
+// lock builds (<lock>.new.<token>.<maker>), is one: a directory that is
+// empty (its maker died before writing the record) or holds nothing but a
+// holder record of lockctl's own format whose token is the name's. Anything
+// else (a regular file of that name, a directory holding other files, a
+// record of another format or token) is not lockctl's to remove, whatever
+// its name says; why says what it is instead.
+func InertBuild(c scan.Claim) (why string, inert bool) {
+	sub, _, _ := strings.Cut(c.Record.File, "/")
+	switch {
+	case c.Kind != scan.ClaimBuild:
+		return "it is not a build", false
+	case errors.Is(c.Record.Err, scan.ErrNotRead):
+		// Past scan's read limit: not examined here, and judged by its
+		// name alone. fix.Debris examines each before it touches it.
+		return "", true
+	case !strings.HasSuffix(c.Record.File, "/holder"):
+		// readSideDir names the record sub/holder; any other kind of file
+		// is read as itself.
+		return fmt.Sprintf("%s is not a directory", quoteName(sub)), false
+	case len(c.Others) > 0:
+		return fmt.Sprintf("%s holds %s besides a record", quoteName(sub), quoteName(strings.Join(c.Others, ", "))), false
+	case errors.Is(c.Record.Err, fs.ErrNotExist):
+		return "", true // made, and its maker died before writing the record
+	case c.Record.Err != nil:
+		return fmt.Sprintf("its record %s is not lockctl's (%s)", quoteName(c.Record.File), errText(c.Record.Err)), false
+	case c.Record.Holder == nil || c.Record.Format() != scan.FormatLockctl || c.Record.Holder.Reserved:
+		return fmt.Sprintf("its record %s is not lockctl's own", quoteName(c.Record.File)), false
+	case c.Token == "" || c.Record.Holder.Token != c.Token:
+		return fmt.Sprintf("its record %s carries token %s, not the name's", quoteName(c.Record.File), quoteName(c.Record.Holder.Token)), false
+	}
+	return "", true
+}
+
+// notBuilds are notes on the side files named as lockctl's builds that are
+// not (inertBuild): left alone, for an operator to inspect.
+func notBuilds(l *scan.Lock) []string {
+	var notes []string
+	for _, c := range l.Claims {
+		if c.Kind != scan.ClaimBuild {
+			continue
+		}
+		if why, inert := InertBuild(c); !inert {
+			sub, _, _ := strings.Cut(c.Record.File, "/")
+			notes = append(notes, fmt.Sprintf("%s is named like a lock build of lockctl's, but %s: lockctl leaves it alone; inspect it by hand", quoteName(filepath.Join(l.Dir, sub)), why))
+		}
+	}
+	return notes
 }
 
 // spentReservation reports whether c is a reservation claimed out of l by
@@ -84,11 +138,13 @@ func (j *Judge) claimed(r Result) Result {
 // that are gone (Result.Debris). ok is false when other side files remain.
 func (j *Judge) onlyBuilds(r Result) (Result, bool) {
 	l := r.Lock
-	builds, waiting := 0, 0
+	builds, waiting, foreign := 0, 0, 0
 	for _, c := range l.Claims {
 		if c.Kind == scan.ClaimBuild {
 			builds++
-			if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
+			if _, inert := InertBuild(c); !inert {
+				foreign++
+			} else if p := j.probeSide(l, c); p.State == StateRunning || p.State == StateUnknown {
 				waiting++
 			}
 		}
@@ -97,7 +153,10 @@ func (j *Judge) onlyBuilds(r Result) (Result, bool) {
 		// No lock, only locks being built: by acquirers waiting for it,
 		// or debris of ones that are gone (Result.Debris).
 		r.Verdict = Claimed
-		r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds, plural(builds, "build", "builds"), waiting, builds-waiting)
+		r.Reason = fmt.Sprintf("no lock, only %d unpublished %s: %d by acquirers still running, %d abandoned", builds-foreign, plural(builds-foreign, "build", "builds"), waiting, builds-foreign-waiting)
+		if foreign > 0 {
+			r.Reason += fmt.Sprintf(", and %d %s named like one that %s not lockctl's", foreign, plural(foreign, "entry", "entries"), plural(foreign, "is", "are"))
+		}
 		for _, c := range l.Claims {
 			if r.Modified.IsZero() || c.Record.Info.Mtime.Before(r.Modified) {
 				r.Modified = c.Record.Info.Mtime

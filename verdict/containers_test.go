@@ -175,8 +175,8 @@ func TestJudgeSideFilesInTheirMakersNamespace(t *testing.T) {
 	a := holderA(holderPid, here)
 	liveHolder := modified(fenced(holderPid, alive.Start, hereBoot), func(h *scan.Holder) { h.Host = here })
 	build := func(ns string) scan.Claim {
-		c := claim(scan.ClaimBuild, pidName+".new."+"778.0123456789abcdef0123456789abcdef.1.778/holder", 778, "", fenced(778, 1, hereBoot))
-		c.Maker, c.NS = true, ns
+		c := buildOf(pidName, "778.0123456789abcdef0123456789abcdef.1", 778, fenced(778, 1, hereBoot))
+		c.NS = ns
 		return c
 	}
 	buildSteps := steps(rm(in(runDir, pidName+".new.778.0123456789abcdef0123456789abcdef.1.778/holder")), rmdir(in(runDir, pidName+".new.778.0123456789abcdef0123456789abcdef.1.778")))

@@ -161,6 +161,7 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 		r = j.lockedAnyway(r)
 	}
 	r.Debris = j.debris(l)
+	r.Notes = append(r.Notes, notBuilds(l)...)
 	if n := len(r.Debris) / 2; n > 0 && l.Kind != scan.KindMissing {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
 	}

@@ -226,6 +226,18 @@ func claim(kind scan.ClaimKind, name string, by int64, raw string, h *scan.Holde
 	return scan.Claim{Kind: kind, By: by, Record: scan.Record{File: name, Info: fileAt(written), Raw: []byte(raw), Holder: h}}
 }
 
+// buildOf is a lockctl build beside the lock as scan reads it: the
+// directory <lock>.new.<token>.<maker>, holding only a lockctl record of
+// that token (whose holder is h).
+func buildOf(lock, token string, maker int64, h *scan.Holder) scan.Claim {
+	c := *h
+	c.Token = token
+	raw := scan.LockctlMagic + "\ntoken " + token + "\n"
+	cl := claim(scan.ClaimBuild, fmt.Sprintf("%s.new.%s.%d/holder", lock, token, maker), maker, raw, &c)
+	cl.Maker, cl.Token = true, token
+	return cl
+}
+
 func breakAName(by int64) string { return fmt.Sprintf("%s.dead.%d.31337", lockName, by) }
 
 func breakA(by int64, h *scan.Holder) scan.Claim {
@@ -1247,8 +1259,7 @@ func TestStartedDoesNotOverflow(t *testing.T) {
 func TestJudgeManySideFilesWithBuild(t *testing.T) {
 	a := holderA(holderPid, here)
 	b := holderB(otherPid, hereScope)
-	build := claim(scan.ClaimBuild, lockName+".new."+b.Token+".778/holder", 778, rawB(b), b)
-	build.Maker = true
+	build := buildOf(lockName, b.Token, 778, b)
 	run(t, []judgeCase{{
 		name:  "release-of-gone-and-build-of-gone-maker",
 		procs: procs(otherPid, alive),
@@ -1257,4 +1268,85 @@ func TestJudgeManySideFilesWithBuild(t *testing.T) {
 		remove: steps(rm(in(runDir, releasingName(holderPid))),
 			rm(in(runDir, lockName+".new."+b.Token+".778/holder")), rmdir(in(runDir, lockName+".new."+b.Token+".778"))),
 	}})
+}
+
+// TestJudgeOnlyLockctlBuildsAreDebris: a side file named like one of
+// lockctl's unpublished builds (<lock>.new.<token>.<maker>) whose maker is
+// gone is debris only when it is one: a directory, empty or holding only a
+// lockctl record of the name's token. Anything else is noted and never
+// given a step, however gone its maker (issue 28, case 6).
+func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
+	a := holderA(holderPid, here)
+	b := holderB(otherPid, hereScope)
+	const tok = "778.0123456789abcdef0123456789abcdef.1"
+	name := lockName + ".new." + tok + ".778"
+	gone := func(c scan.Claim) *scan.Lock {
+		return with(lockA(a), func(l *scan.Lock) { l.Claims = []scan.Claim{c} })
+	}
+	build := func(f func(*scan.Claim)) scan.Claim {
+		c := buildOf(lockName, tok, 778, fenced(778, 1, hereBoot))
+		f(&c)
+		return c
+	}
+	steps := steps(rm(in(regDir, name+"/holder")), rmdir(in(regDir, name)))
+	run(t, []judgeCase{
+		{
+			name:   "a-build-of-a-gone-maker-is-debris",
+			procs:  procs(holderPid, alive),
+			lock:   gone(build(func(*scan.Claim) {})),
+			want:   Live,
+			debris: steps,
+		},
+		{
+			name:  "an-empty-build-is-debris",
+			procs: procs(holderPid, alive),
+			lock: gone(build(func(c *scan.Claim) {
+				c.Record.Raw, c.Record.Holder, c.Record.Err = nil, nil, &fs.PathError{Op: "open", Path: name + "/holder", Err: fs.ErrNotExist}
+			})),
+			want:   Live,
+			debris: steps,
+		},
+		{
+			name:   "a-regular-file-is-not",
+			procs:  procs(holderPid, alive),
+			lock:   gone(build(func(c *scan.Claim) { c.Record.File = name })),
+			want:   Live,
+			debris: []Step{},
+			note:   "is not a directory: lockctl leaves it alone",
+		},
+		{
+			name:   "a-directory-holding-more-is-not",
+			procs:  procs(holderPid, alive),
+			lock:   gone(build(func(c *scan.Claim) { c.Others = []string{"data.db"} })),
+			want:   Live,
+			debris: []Step{},
+			note:   "holds data.db besides a record",
+		},
+		{
+			name:  "another-format-is-not",
+			procs: procs(holderPid, alive),
+			lock: gone(build(func(c *scan.Claim) {
+				c.Record.Raw, c.Record.Holder = []byte(rawB(b)), b
+			})),
+			want:   Live,
+			debris: []Step{},
+			note:   "is not lockctl's own",
+		},
+		{
+			name:   "another-token-is-not",
+			procs:  procs(holderPid, alive),
+			lock:   gone(build(func(c *scan.Claim) { c.Token = "779.0123456789abcdef0123456789abcdef.1" })),
+			want:   Live,
+			debris: []Step{},
+			note:   "not the name's",
+		},
+		{
+			name:   "a-file-beside-no-lock-is-no-abandoned-build",
+			procs:  procs(holderPid, alive),
+			lock:   orphan(scan.FormatUnrecognized, build(func(c *scan.Claim) { c.Record.File = name })),
+			want:   Claimed,
+			reason: "no lock, only 0 unpublished builds: 0 by acquirers still running, 0 abandoned, and 1 entry named like one that is not lockctl's",
+			debris: []Step{},
+		},
+	})
 }
