@@ -171,8 +171,8 @@ func TestSameClock(t *testing.T) {
 		}
 	}
 	p := KernelProbe{}.Probe(inner)
-	if !p.HasStart || !p.HasShown || p.Shown != p.Start {
-		t.Errorf("Probe(%d) from the host = %+v, want Shown = Start (the host has no offset)", inner, p)
+	if off := bootOffset(); off.err != nil || !p.HasStart || !p.HasShown || p.Shown != uint64(int64(p.Start)+off.ticks) {
+		t.Errorf("Probe(%d) from the test's time namespace (boottime offset %d ticks, %v) = %+v, want Shown = Start + that offset", inner, off.ticks, off.err, p)
 	}
 
 	// From inside the holder's time namespace.
