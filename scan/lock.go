@@ -136,6 +136,12 @@ type Holder struct {
 	// boot and pid namespace it belongs to.
 	Start    uint64
 	HasStart bool
+	// RawStart says Start is field 22 exactly as the writer read it, in
+	// the clock of the writer's time namespace (the kernel adds the
+	// reader's boottime offset to it), not counted from the real boot as
+	// lockctl's own records are (ParseFilelock). Such a start time can be
+	// compared only with field 22 as shown in that same time namespace.
+	RawStart bool
 	BootID   string
 	PidNS    string
 	// Also are further processes that hold the lock together with Pid

@@ -365,7 +365,9 @@ func looksLikeFilelock(b []byte) bool {
 // field 22 of /proc/<pid>/stat, on macOS the start time in microseconds.
 // filelock breaks it only when the host is its own and the pid is gone, or
 // runs with another start token (a recycled pid): the same fence as
-// lockctl's own, so the token becomes the record's boot id and start time.
+// lockctl's own, so the token becomes the record's boot id and start time,
+// a raw one (RawStart): filelock does not take its time namespace's
+// boottime offset off.
 func ParseFilelock(b []byte) (*Holder, error) {
 	const f = FormatFilelock
 	s := string(b)
@@ -390,7 +392,9 @@ func ParseFilelock(b []byte) (*Holder, error) {
 			return nil, malformed(f, "line 3 is not a start token")
 		}
 		low := new(big.Int).And(tok, new(big.Int).SetUint64(^uint64(0)))
-		h.Start, h.HasStart = low.Uint64(), true
+		// Field 22 as the writer read it: in its own time namespace's
+		// clock, offset and all.
+		h.Start, h.HasStart, h.RawStart = low.Uint64(), true, true
 		if boot := new(big.Int).Rsh(tok, 64); boot.Sign() > 0 {
 			x := fmt.Sprintf("%032x", boot)
 			h.BootID = x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]

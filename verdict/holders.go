@@ -77,13 +77,13 @@ func (j *Judge) holder(h *scan.Holder, format scan.Format, info fsx.Stat, fs fsx
 	// generation B scope) is of this namespace by now; any other could have
 	// been written in any namespace.
 	placed := h.PidNS != "" || h.Scope != ""
-	jd := j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, placed, format, written)
+	jd := j.process(h, h.PidText, h.Pid, h.Start, h.HasStart, h.RawStart, placed, format, written)
 	// Processes recorded together with the holder hold the lock with it.
 	for _, a := range h.Also {
 		if jd.v == Live {
 			break
 		}
-		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, placed, format, written); jd.moreHeld(also) {
+		if also := j.process(h, strconv.FormatInt(a.Pid, 10), a.Pid, a.Start, true, false, placed, format, written); jd.moreHeld(also) {
 			also.reason = "the holder is gone, but " + also.reason + " (recorded with it)"
 			jd = also
 		}
@@ -209,9 +209,10 @@ func (j *Judge) nsOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 }
 
 // process judges one recorded process of record h: pid (as written, pidText),
-// with its start time when the record fences it. placed says the pid is of
-// this pid namespace; otherwise it is gone only if no namespace has it.
-func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint64, fenced, placed bool, format scan.Format, written time.Time) judged {
+// with its start time when the record fences it (raw: as its writer was
+// shown it, scan.Holder.RawStart). placed says the pid is of this pid
+// namespace; otherwise it is gone only if no namespace has it.
+func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint64, fenced, raw, placed bool, format scan.Format, written time.Time) judged {
 	jd := judged{holder: h}
 	out := func(v Verdict, format string, args ...any) judged {
 		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
@@ -250,22 +251,26 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
 	}
 	if fenced {
-		if !p.HasStart {
+		now, has := startAsRecorded(p, raw)
+		switch {
+		case !has:
 			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
+		case now == start:
+			return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
 		}
-		if p.Start != start {
-			if !placed {
-				// Another process has that pid here, but a record that
-				// does not say its pid namespace may be of a process that
-				// has it in another (filelock's SoftFileLock in a
-				// container): as for an absent pid, gone only when none has.
-				if why := j.elsewhere(pid); why != "" {
-					return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, p.Start, start, why)
-				}
+		if err := j.oneClock(pid, raw); err != nil {
+			return out(Unknown, "pid %d is running with start time %d as this reader is shown it, not the recorded %d, but the record's start time is in its writer's time namespace's clock, which may not be this reader's: %s", pid, now, start, errText(err))
+		}
+		if !placed {
+			// Another process has that pid here, but a record that
+			// does not say its pid namespace may be of a process that
+			// has it in another (filelock's SoftFileLock in a
+			// container): as for an absent pid, gone only when none has.
+			if why := j.elsewhere(pid); why != "" {
+				return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, now, start, why)
 			}
-			return out(Gone, "pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, p.Start, start)
 		}
-		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
+		return out(Gone, "pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, now, start)
 	}
 	// No start-time fence: the pid may have been reused. A process that
 	// started after the record was written cannot be the one that wrote it.
@@ -287,6 +292,38 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 		return out(Live, "%s is running (its start time cannot be read: %s)", who, errText(p.Err))
 	}
 	return out(Live, "%s is running", who)
+}
+
+// startAsRecorded is pid's start time as p read it, in the clock a record
+// counts in: from the real boot (Start, lockctl's own records, written
+// through the same correction), or as this reader is shown it (Shown) for
+// a raw record (filelock's, field 22 as its writer was shown it). has is
+// false when the probe could not read it.
+func startAsRecorded(p Proc, raw bool) (now uint64, has bool) {
+	if raw {
+		return p.Shown, p.HasShown
+	}
+	return p.Start, p.HasStart
+}
+
+// oneClock is the rule for comparing start times: a mismatch between a
+// record's start time and the one read here proves another process only
+// when the two are in one clock. lockctl's own records (raw false) count
+// from the real boot, as the probe's Start does: always one clock. A raw
+// record counts in its writer's time namespace's clock, which is the one
+// this reader is shown only when the live pid is in this reader's time
+// namespace and this reader's offsets are its own (ClockWitness); any
+// doubt is an error, and the mismatch is then no proof. (An exact match
+// needs no proof: held either way.)
+func (j *Judge) oneClock(pid int, raw bool) error {
+	if !raw {
+		return nil
+	}
+	w, ok := j.Probe.(ClockWitness)
+	if !ok {
+		return errNoClock
+	}
+	return w.SameClock(pid)
 }
 
 func (j *Judge) sameHost(h string) bool { return h != "" && strings.EqualFold(h, j.Host.Name) }

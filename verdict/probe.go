@@ -29,6 +29,14 @@ type Proc struct {
 	// either into a time.
 	Start    uint64
 	HasStart bool
+	// Shown, valid when HasShown, is the start time exactly as this reader
+	// is shown it: on Linux field 22 with this reader's time namespace's
+	// boottime offset still in it (Start has it taken off), on macOS
+	// Start. It is what a record of field 22 as its writer read it
+	// (scan.Holder.RawStart) is compared with, once a ClockWitness has
+	// said the two are in one clock.
+	Shown    uint64
+	HasShown bool
 	// Comm is the command name from /proc/<pid>/stat, where readable.
 	Comm string
 	// Denied is true when kill(pid, 0) said EPERM: the process exists but
@@ -43,6 +51,22 @@ type Proc struct {
 // StateUnknown (or StateRunning without a start time).
 type Probe interface {
 	Probe(pid int) Proc
+}
+
+// ClockWitness is a Probe that can tell whether a start time shown to this
+// reader (Proc.Shown) and one a process read of itself are in one clock.
+// On Linux field 22 of /proc/<pid>/stat counts from the boot as the
+// reader's time namespace shifts it, so a writer in another time namespace
+// recorded its start time in another clock than the one this reader sees.
+type ClockWitness interface {
+	// SameClock returns nil when field 22 of pid, as this reader is shown
+	// it, is in the clock pid itself reads it in: pid is in this reader's
+	// time namespace, and this reader's offsets are its own. Any other
+	// answer, or one that cannot be read, is an error that says why (it
+	// names both namespaces where it can), and a start-time mismatch then
+	// proves nothing. A process can change its time namespace (setns),
+	// so the answer is asked for afresh each time, never remembered.
+	SameClock(pid int) error
 }
 
 // CachingProbe remembers each pid's answer for the life of one run, so a
@@ -72,6 +96,15 @@ func (c *CachingProbe) Probe(pid int) Proc {
 	}
 	c.seen[pid] = p
 	return p
+}
+
+// SameClock implements ClockWitness by asking the next probe, every time.
+func (c *CachingProbe) SameClock(pid int) error {
+	w, ok := c.Next.(ClockWitness)
+	if !ok {
+		return errNoClock
+	}
+	return w.SameClock(pid)
 }
 
 // Host is what lockctl knows about the machine, boot and pid namespace it
@@ -135,6 +168,10 @@ func errNotPid(pid int) error { return fmt.Errorf("pid %d is not a process id", 
 // macOS: it hashes the IOPlatformUUID, which lockctl does not read there
 // (it needs IOKit, or gethostuuid(2) through libSystem; no fork).
 var ErrScopeUnsupported = errors.New("the generation B scope of macOS hashes the IOPlatformUUID, which lockctl cannot read without IOKit")
+
+// errNoClock is why a probe that cannot compare time namespaces proves no
+// start-time mismatch of a record in its writer's clock.
+var errNoClock = errors.New("this probe cannot tell which time namespace a process is in")
 
 // errNoPidSpace is why a probe that cannot look into other pid namespaces
 // proves nothing about them.

@@ -64,7 +64,7 @@ func ticksAt(t time.Time) uint64 { return uint64(t.Sub(bootTime) / (10 * time.Mi
 
 // runningSince is a running process that started at t.
 func runningSince(t time.Time) Proc {
-	return Proc{State: StateRunning, Start: ticksAt(t), HasStart: true, Comm: "registry.sh"}
+	return Proc{State: StateRunning, Start: ticksAt(t), HasStart: true, Shown: ticksAt(t), HasShown: true, Comm: "registry.sh"}
 }
 
 // alive started a minute before its lock directory was made: the holder.
@@ -77,6 +77,9 @@ var alive = runningSince(dirMade.Add(-time.Minute))
 // It sees every pid namespace (PidSpace): namesakes lists the processes of
 // other namespaces by their inner pid, namespaces the namespaces that have
 // a process in them, and view, when set, is why it cannot see them.
+//
+// It is a ClockWitness: clocks says which pids are in another clock than
+// the reader's (a pid missing from it is in the reader's).
 type fakeProbe struct {
 	t          *testing.T
 	procs      map[int]Proc
@@ -84,7 +87,15 @@ type fakeProbe struct {
 	namesakes  map[int][]Namesake
 	namespaces map[string]bool
 	view       error
+	clocks     map[int]error
 }
+
+func (f *fakeProbe) SameClock(pid int) error { return f.clocks[pid] }
+
+// clockless is a probe that is no ClockWitness (macOS, other systems).
+type clockless struct{ p *fakeProbe }
+
+func (c clockless) Probe(pid int) Proc { return c.p.Probe(pid) }
 
 func (f *fakeProbe) Namesakes() (map[int][]Namesake, error) {
 	if f.view != nil {
@@ -314,6 +325,10 @@ type judgeCase struct {
 	namesakes  map[int][]Namesake
 	namespaces map[string]bool
 	view       error
+	// clocks are the pids the probe says are in another clock than the
+	// reader's; clockless makes it no ClockWitness at all.
+	clocks    map[int]error
+	clockless bool
 	// debris is the exact Result.Debris, where the case says.
 	debris []Step
 }
@@ -324,8 +339,11 @@ func (tc judgeCase) run(t *testing.T) {
 	if tc.host != nil {
 		tc.host(&h)
 	}
-	p := &fakeProbe{t: t, procs: tc.procs, namesakes: tc.namesakes, namespaces: tc.namespaces, view: tc.view}
+	p := &fakeProbe{t: t, procs: tc.procs, namesakes: tc.namesakes, namespaces: tc.namespaces, view: tc.view, clocks: tc.clocks}
 	j := &Judge{Host: h, Probe: p, Evidence: tc.evidence}
+	if tc.clockless {
+		j.Probe = clockless{p}
+	}
 	got := j.Judge(tc.lock)
 	checkResult(t, tc.name, got, tc.lock)
 	if got.Verdict != tc.want {

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/internal/testutil"
 )
 
@@ -170,5 +173,98 @@ func TestReservationAcrossTimeNamespaces(t *testing.T) {
 	// Outside, where it was written, it is judged by its deadline: gone.
 	if got := r.judgeOne(out); got.Verdict != "gone" {
 		t.Errorf("the ended reservation reads %s where it was written (%s), want gone", got.Verdict, got.Reason)
+	}
+}
+
+// filelockInTimeNS starts a holder the way Python's filelock would be run
+// in unshare --time --boottime 1000 --monotonic 1000 --fork: a shell that
+// reads field 22 of its own /proc/<pid>/stat there (with the namespace's
+// offset in it, as filelock's _identity.py reads it), then, if stay, execs
+// sleep (same pid, same start). It returns the unshare process, the
+// holder's pid and its SoftFileLock record as filelock writes it:
+// "<pid>\n<host>\n<(boot id << 64) | field 22>\n".
+func (r *lcReaper) filelockInTimeNS(stay bool) (p *lcProc, pid int, record string) {
+	r.t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		r.t.Skip("needs root and unshare (util-linux)")
+	}
+	if _, err := os.Readlink("/proc/self/ns/time"); err != nil {
+		r.t.Skipf("this kernel has no time namespaces: %v", err)
+	}
+	script := `read s < /proc/$$/stat; set -- ${s##*) }; shift 19; echo $$ $1`
+	if stay {
+		script += `; exec sleep 3600`
+	}
+	p = r.start(nil, unshare, "--time", "--boottime", "1000", "--monotonic", "1000", "--fork", "--kill-child", "/bin/sh", "-c", script)
+	var start uint64
+	testutil.WaitFor(r.t, 10*time.Second, "the holder's field 22", func() bool {
+		f := strings.Fields(p.outText())
+		if len(f) != 2 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[0])
+		start, _ = strconv.ParseUint(f[1], 10, 64)
+		return pid > 0 && start > 0
+	})
+	host := kernel.LocalHost()
+	boot, ok := new(big.Int).SetString(strings.ReplaceAll(host.BootID, "-", ""), 16)
+	if !ok {
+		r.t.Fatalf("boot id %q", host.BootID)
+	}
+	tok := new(big.Int).Or(new(big.Int).Lsh(boot, 64), new(big.Int).SetUint64(start))
+	return p, pid, fmt.Sprintf("%d\n%s\n%s\n", pid, host.Name, tok)
+}
+
+// TestFilelockTimeNamespace: a filelock record holds field 22 as its
+// writer read it, in its own time namespace's clock. Read from the host,
+// the live holder's start time is another number: that proves nothing
+// (unknown), and --fix keeps the lock. Read inside the holder's time
+// namespace (nsenter -T), the start time matches: live, kept. A holder of
+// the same setup that has exited is still gone from the host, and --fix
+// removes its lock.
+func TestFilelockTimeNamespace(t *testing.T) {
+	r := lcNewReaper(t)
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("no nsenter (util-linux)")
+	}
+	dir := t.TempDir()
+	_, live, liveRec := r.filelockInTimeNS(true)
+	testutil.WriteFile(t, filepath.Join(dir, "live.lock"), []byte(liveRec))
+	ended, gone, rec := r.filelockInTimeNS(false)
+	testutil.WriteFile(t, filepath.Join(dir, "gone.lock"), []byte(rec))
+	ended.wait(10 * time.Second)
+	r.waitGone(gone)
+
+	// From the host.
+	got := r.doctor(dir)
+	if g := got["live.lock"]; g.Verdict != "unknown" || g.Producer != "filelock" || !strings.Contains(g.Reason, "time namespace") {
+		t.Errorf("from the host, a live filelock holder in another time namespace reads %s of %q (%s), want unknown, naming the time namespaces", g.Verdict, g.Producer, g.Reason)
+	}
+	if g := got["gone.lock"]; g.Verdict != "gone" {
+		t.Errorf("from the host, an exited filelock holder of a time namespace reads %s (%s), want gone", g.Verdict, g.Reason)
+	}
+	r.lockctl(nil, "doctor", "--fix", dir)
+	if !lcExists(filepath.Join(dir, "live.lock")) {
+		t.Errorf("doctor --fix from the host removed the lock of live pid %d", live)
+		testutil.WriteFile(t, filepath.Join(dir, "live.lock"), []byte(liveRec)) // for the next part
+	}
+	if lcExists(filepath.Join(dir, "gone.lock")) {
+		t.Errorf("doctor --fix from the host kept the lock of exited pid %d", gone)
+	}
+
+	// From inside the holder's time namespace.
+	p := r.start(nil, nsenter, "-t", strconv.Itoa(live), "-T", lcBinary(t), "doctor", "--fix", "--json", dir)
+	code := p.wait(time.Minute)
+	var doc lcDoc
+	if err := json.Unmarshal([]byte(p.outText()), &doc); err != nil || len(doc.Locks) != 1 {
+		t.Fatalf("doctor --fix inside the holder's time namespace: exit %d, %v\n%s\n%s", code, err, p.outText(), p.errText())
+	}
+	if l := doc.Locks[0]; l.Verdict != "live" {
+		t.Errorf("inside its own time namespace, the live filelock holder reads %s (%s), want live", l.Verdict, l.Reason)
+	}
+	if !lcExists(filepath.Join(dir, "live.lock")) {
+		t.Errorf("doctor --fix inside the holder's time namespace removed the lock of live pid %d", live)
 	}
 }

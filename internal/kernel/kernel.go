@@ -3,9 +3,9 @@
 // kernel evidence of who holds a file (KernelEvidence: /proc/locks and
 // every process's open files), and LocalHost (this machine, boot and pid
 // namespace). It implements verdict's Probe, PidSpace, Evidence, LockTable
-// and ScopeWitness, and holds every per-OS file of that work, as
-// go-internal's lockedfile/internal/filelock sits under lockedfile: verdict
-// keeps the rules and never touches the kernel.
+// and ScopeWitness (and on Linux ClockWitness), and holds every per-OS file
+// of that work, as go-internal's lockedfile/internal/filelock sits under
+// lockedfile: verdict keeps the rules and never touches the kernel.
 //
 // Nothing here forks (no ps, lsof or fuser). Every answer that is not the
 // kernel's own word is a doubt, which the verdicts read as held.
@@ -23,8 +23,11 @@ const InheritedNote = " (its locker has exited; a process that inherited the des
 
 // KernelProbe asks the running kernel whether a pid is running, since when,
 // and in which pid namespaces; each platform answers in its own file
-// (probe_linux.go, probe_darwin.go; elsewhere it fails closed). It never
-// forks.
+// (probe_linux.go, probe_darwin.go; elsewhere it fails closed). On Linux
+// it is also a verdict.ClockWitness (which time namespace a pid is in);
+// elsewhere it is not one, and a record of a start time in its writer's
+// clock (filelock's) that differs from the one read here stays held. It
+// never forks.
 type KernelProbe struct{}
 
 // Probe implements verdict.Probe.

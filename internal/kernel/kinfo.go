@@ -138,7 +138,8 @@ func kinfoProc(pid int, b []byte, sysErr error, kill func() error) verdict.Proc 
 	if k.Pid != pid {
 		return verdict.Proc{State: verdict.StateUnknown, Err: fmt.Errorf("sysctl kern.proc.pid.%d answered for pid %d", pid, k.Pid)}
 	}
-	p := verdict.Proc{State: verdict.StateRunning, Start: k.Start, HasStart: true, Comm: k.Comm, Denied: denied}
+	// macOS has no time namespaces: every reader is shown the same start.
+	p := verdict.Proc{State: verdict.StateRunning, Start: k.Start, HasStart: true, Shown: k.Start, HasShown: true, Comm: k.Comm, Denied: denied}
 	if k.Stat == sZomb {
 		p.State = verdict.StateZombie
 	}

@@ -205,8 +205,8 @@ func TestMacHostFacts(t *testing.T) {
 		pid  int
 		want verdict.Proc
 	}{
-		{"agent", 4213, verdict.Proc{State: verdict.StateRunning, Start: 1795690012_000007, HasStart: true, Comm: "agmsg"}},
-		{"zombie", 5120, verdict.Proc{State: verdict.StateZombie, Start: 1795690100_999999, HasStart: true, Comm: "bash"}},
+		{"agent", 4213, verdict.Proc{State: verdict.StateRunning, Start: 1795690012_000007, HasStart: true, Shown: 1795690012_000007, HasShown: true, Comm: "agmsg"}},
+		{"zombie", 5120, verdict.Proc{State: verdict.StateZombie, Start: 1795690100_999999, HasStart: true, Shown: 1795690100_999999, HasShown: true, Comm: "bash"}},
 	} {
 		if got := kinfoProc(tc.pid, kinfoRecord(t, tc.name), nil, func() error { return nil }); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("kinfoProc(%d, %s) = %+v, want %+v", tc.pid, tc.name, got, tc.want)

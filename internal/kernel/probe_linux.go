@@ -131,14 +131,16 @@ func readStat(pid int) (verdict.Proc, error) {
 	if err != nil {
 		return verdict.Proc{}, fmt.Errorf("cannot parse %s: %w", path, err)
 	}
-	p := verdict.Proc{State: verdict.StateRunning, Comm: comm, Start: start, HasStart: true}
+	p := verdict.Proc{State: verdict.StateRunning, Comm: comm, Start: start, HasStart: true, Shown: start, HasShown: true}
 	if statExited(b, state) {
 		p.State = verdict.StateZombie
 	}
 	// The kernel adds the reader's time namespace boottime offset to field
-	// 22; take it off, so that every reader, and every record, counts from
-	// the real boot. An offset that cannot be taken off exactly leaves no
-	// start time: a fence compared against it would be a guess.
+	// 22 (Shown keeps it, for records of field 22 as their writer was
+	// shown it); take it off, so that every reader, and every record of
+	// lockctl's, counts from the real boot. An offset that cannot be taken
+	// off exactly leaves no start time: a fence compared against it would
+	// be a guess.
 	off := bootOffset()
 	switch {
 	case off.err != nil:
@@ -166,11 +168,11 @@ type timeOffset struct {
 // namespaces.
 func monoOffset() (time.Duration, error) {
 	b, err := timensOffsets()
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
 	if err != nil {
-		return 0, fmt.Errorf("cannot read /proc/self/timens_offsets: %w", errors.Unwrap(err))
+		return 0, err
+	}
+	if b == nil {
+		return 0, nil
 	}
 	return parseOffset(b, "monotonic")
 }
@@ -193,23 +195,99 @@ func parseOffset(b []byte, clock string) (time.Duration, error) {
 	return 0, fmt.Errorf("cannot parse /proc/self/timens_offsets: %q", b)
 }
 
-// timensOffsets is /proc/self/timens_offsets, read once: a process cannot
-// change its own time namespace (setns(2) of one moves only its children,
-// and a Go program, having threads, cannot do even that).
+// timensOffsets is /proc/self/timens_offsets, read once, or nil on a kernel
+// without time namespaces. The file shows the offsets of the namespace this
+// process's children are made in (ns/time_for_children), which are its own
+// only while its ns/time is that namespace too: after an unshare(2) of
+// CLONE_NEWTIME with no exec since, they differ, and then it is an error.
+// It is read once: a Go program, having threads, cannot change its time
+// namespace (setns(2) refuses a multithreaded caller; unshare moves only
+// the children of the calling thread).
 var timensOffsets = sync.OnceValues(func() ([]byte, error) {
-	return readFile("/proc/self/timens_offsets")
+	own, err := ownTimeNS()
+	if err != nil {
+		return nil, err
+	}
+	if own == "" {
+		return nil, nil // a kernel without time namespaces
+	}
+	b, err := readFile("/proc/self/timens_offsets")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read /proc/self/timens_offsets: %w", errors.Unwrap(err))
+	}
+	return b, nil
+})
+
+// ownTimeNS is the link of this process's time namespace
+// (/proc/self/ns/time, e.g. "time:[4026531834]"), or "" on a kernel without
+// time namespaces (before Linux 5.6: neither link exists). It fails when a
+// link cannot be read, when the /proc mounted here is not this process's,
+// and when ns/time and ns/time_for_children differ: this process's own
+// offsets then cannot be read, and /proc/self/timens_offsets shows another
+// namespace's.
+var ownTimeNS = sync.OnceValues(func() (string, error) {
+	// Of another pid namespace's /proc, /proc/self may be missing, and
+	// its missing links would pass for a kernel without time namespaces.
+	if err := procOurs(); err != nil {
+		return "", err
+	}
+	own, err := os.Readlink("/proc/self/ns/time")
+	kids, kerr := os.Readlink("/proc/self/ns/time_for_children")
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && errors.Is(kerr, fs.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("cannot read /proc/self/ns/time: %w", errors.Unwrap(err))
+	case kerr != nil:
+		return "", fmt.Errorf("cannot read /proc/self/ns/time_for_children: %w", errors.Unwrap(kerr))
+	case own != kids:
+		return "", fmt.Errorf("this process is in time namespace %s, and its children are made in %s (it left its time namespace without an exec): /proc/self/timens_offsets shows the offsets of the latter, and this process's own cannot be read", own, kids)
+	}
+	return own, nil
 })
 
 var bootOffset = sync.OnceValue(func() timeOffset {
 	b, err := timensOffsets()
-	if errors.Is(err, fs.ErrNotExist) {
-		return timeOffset{} // a kernel without time namespaces
-	}
 	if err != nil {
-		return timeOffset{err: fmt.Errorf("cannot read /proc/self/timens_offsets: %w", errors.Unwrap(err))}
+		return timeOffset{err: err}
+	}
+	if b == nil {
+		return timeOffset{} // a kernel without time namespaces
 	}
 	return parseBootOffset(b, clockTicks())
 })
+
+// sameClock says whether field 22 of pid, as this process is shown it, is
+// in the clock pid reads it in: nil when pid's time namespace is this
+// process's, and this process's offsets are its own (ownTimeNS). A link
+// that cannot be read is an error: pid 1 of some machines hides its
+// namespaces even from root.
+func sameClock(pid int) error {
+	own, err := ownTimeNS()
+	if err != nil {
+		return err
+	}
+	if own == "" {
+		return nil // no time namespaces: one clock for every process
+	}
+	path := "/proc/" + strconv.Itoa(pid) + "/ns/time"
+	theirs, err := os.Readlink(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s (this reader is in time namespace %s): %w", path, own, errors.Unwrap(err))
+	}
+	if theirs != own {
+		return fmt.Errorf("pid %d is in time namespace %s, and this reader in %s", pid, theirs, own)
+	}
+	return nil
+}
+
+// SameClock implements verdict.ClockWitness.
+func (KernelProbe) SameClock(pid int) error {
+	if pid <= 0 {
+		return errNotPid(pid)
+	}
+	return sameClock(pid)
+}
 
 // parseBootOffset reads the boottime line of a timens_offsets file
 // ("boottime <seconds> <nanoseconds>") and converts it to clock ticks, which
