@@ -421,6 +421,9 @@ func (j *Judge) elsewhere(pid int) string {
 		if n.NS != "" {
 			where = "pid namespace " + n.NS
 		}
+		if n.Leader != 0 {
+			return fmt.Sprintf("thread %d (%s) of process %d is thread %d in %s, and a thread's id names its process: the record may be that process's; judge it inside that namespace", n.Pid, n.Comm, n.Leader, n.Inner, where)
+		}
 		return fmt.Sprintf("pid %d (%s) is pid %d in %s: the record may be that process's; judge it inside that namespace", n.Pid, n.Comm, n.Inner, where)
 	}
 	return ""
