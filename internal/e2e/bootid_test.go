@@ -16,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // shadowBoot is the boot id a mount namespace of these tests sees: a file
@@ -216,4 +217,40 @@ func needShadow(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare (util-linux)")
 	}
+}
+
+// TestBeforeBootShadowedBootID: a generation B record dated before boot (a
+// clock not yet set) whose scope hashes the boot id a live mount namespace
+// of this boot sees, a file bound over the kernel's, is of this boot: the
+// host reads it foreign, and doctor --fix keeps it.
+func TestBeforeBootShadowedBootID(t *testing.T) {
+	needShadow(t)
+	host := kernel.LocalHost()
+	if host.MachineID == "" || host.BootID == "" || host.BootIDErr != nil {
+		t.Skipf("no generation B scope on this host: %v %v", host.ScopeErr, host.BootIDErr)
+	}
+	bin := lcBinary(t)
+	c := shadowed(t, false)("sleep", "600")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	pid := strconv.Itoa(c.Process.Pid)
+	testutil.WaitFor(t, 10*time.Second, "the shadowed sleeper", func() bool {
+		b, _ := os.ReadFile("/proc/" + pid + "/comm")
+		return string(b) == "sleep\n"
+	})
+	if b, err := os.ReadFile("/proc/" + pid + "/root/proc/sys/kernel/random/boot_id"); err != nil || strings.TrimSpace(string(b)) != shadowBoot {
+		t.Fatalf("the sleeper's boot id is %q, %v; want the shadow %s", b, err, shadowBoot)
+	}
+	dir := t.TempDir()
+	beforeBootLock(t, dir, verdict.ScopeDigest(host.MachineID, shadowBoot, host.PidNS))
+	before := testutil.Snapshot(t, dir)
+	d := doctorJSON(t, exec.Command(bin, "doctor", "--fix", "--json", dir))
+	// Foreign because the scope was found, not merely because some
+	// process could not be looked into (as this machine's pid 1 cannot).
+	if v := d.Locks[0]; v.Verdict != "foreign" || !strings.Contains(v.Reason, "that of a pid namespace of this boot") || v.Action == "removed" {
+		t.Errorf("doctor --fix of a record dated before boot with a live shadowed namespace's scope: %s (%s), %s; want foreign, the scope found, kept", v.Verdict, v.Reason, v.Action)
+	}
+	testutil.Untouched(t, dir, before)
 }

@@ -4,11 +4,17 @@ package kernel
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/verdict"
 )
 
 // bootIDViewEnv makes TestBootIDView print what LocalHost says of the boot
@@ -151,5 +157,43 @@ func TestMountByID(t *testing.T) {
 		if got, ok := mountByID(mi, tc.id); got != tc.want || ok != tc.ok {
 			t.Errorf("mountByID(%d) = %+v, %v; want %+v, %v", tc.id, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestScopesHashShadowedBootIDs: the scopes of this boot's pid namespaces
+// are hashed with the boot id each process sees under its root, so a
+// writer whose boot id is a file bound over the kernel's is found by the
+// scope it wrote (the before-boot rule).
+func TestScopesHashShadowedBootIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unshare -m and mount need root")
+	}
+	h := LocalHost()
+	if h.MachineID == "" || h.BootIDErr != nil {
+		t.Skipf("no scope here: %v %v", h.ScopeErr, h.BootIDErr)
+	}
+	const fake = "11111111-2222-4333-8444-555555555555"
+	file := filepath.Join(t.TempDir(), "boot_id")
+	if err := os.WriteFile(file, []byte(fake+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("unshare", "-m", "sh", "-c", "mount --bind "+file+" "+bootIDPath+` && exec sleep 600`)
+	if err := c.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	testutil.WaitFor(t, 10*time.Second, "the shadowed sleeper", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.Process.Pid))
+		return string(b) == "sleep\n"
+	})
+	if got, err := bootIDIn(strconv.Itoa(c.Process.Pid), map[rootKey]string{}); err != nil || got != fake {
+		t.Fatalf("bootIDIn(the shadowed sleeper) = %q, %v; want %s", got, err, fake)
+	}
+	scopes, _ := nsScopes(h)
+	if want := verdict.ScopeDigest(h.MachineID, fake, h.PidNS); !scopes[want] {
+		t.Errorf("nsScopes lacks the scope of the shadowed mount namespace (machine id, %s, %s)", fake, h.PidNS)
+	}
+	if !scopes[h.Scope] {
+		t.Errorf("nsScopes lacks this reader's own scope")
 	}
 }
