@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -440,6 +441,15 @@ func TestJudgeBeforeBoot(t *testing.T) {
 			want: Gone, reason: before, remove: sweep, noProbe: true,
 		},
 		{
+			// This reader's boot id is only a file: the scopes of this
+			// boot's namespaces, which hash it, cannot be computed.
+			name: "reader-boot-id-not-the-kernels", procs: running,
+			host:     func(h *Host) { h.BootIDErr = errors.New("not on procfs") },
+			evidence: scopeWitness{complete: true},
+			lock:     writtenAt(yearAgo),
+			want:     Foreign, reason: "this reader's boot id is not the kernel's word (not on procfs)", noProbe: true,
+		},
+		{
 			name: "reason-says-before-this-host-booted", procs: running,
 			lock: writtenAt(yearAgo),
 			want: Gone, reason: "before this host booted at " + stamp(bootTime) + ": its holder ended with an earlier boot", remove: sweep, noProbe: true,
@@ -616,7 +626,7 @@ func TestJudgeNetworkFileSystem(t *testing.T) {
 			name: "lockctl-record-of-another-boot-on-local-disk",
 			lock: with(lockctlRec(otherBoot, alive.Start), local),
 			want: Gone, reason: "the record is from boot " + otherBoot + ", and this is boot " + hereBoot,
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath)), noProbe: true,
+			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath)),
 		},
 		{
 			name: "lockctl-record-of-this-boot-on-nfs", procs: procs(holderPid, alive),

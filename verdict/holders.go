@@ -122,6 +122,11 @@ func (j *Judge) scopeOf(h *scan.Holder, info fsx.Stat, fs fsx.FS) (judged, bool)
 				// The date says an earlier boot, but a clock that was wrong
 				// when the record was written says the same: the kernel
 				// must also know no pid namespace of this boot with it.
+				if j.Host.BootIDErr != nil {
+					// The digests of this boot's namespaces hash its boot
+					// id, and this reader's is only a file.
+					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but this reader's boot id is not the kernel's word (%v), so which scopes this boot's pid namespaces have cannot be computed: judge it where it was written (host %s)", stamp(info.Mtime), j.Host.BootIDErr, h.Host)
+				}
 				w, ok := j.Evidence.(ScopeWitness)
 				if !ok {
 					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but whether a pid namespace of this boot wrote it cannot be checked here: judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
@@ -154,9 +159,9 @@ func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 	// kernel, whatever host name it gives: a UTS namespace (a container, a
 	// sandbox) renames the host for its own processes only. On a network
 	// file system another machine may share the boot id (VMs cloned from
-	// one snapshot), so there the name is checked too.
-	thisKernel := h.BootID != "" && h.BootID == j.Host.BootID && !fs.Remote
-	if h.Host != "" && !thisKernel {
+	// one snapshot), and where this reader's boot id is only a file
+	// (Host.BootIDErr) it proves nothing, so there the name is checked too.
+	if h.Host != "" && !j.thisKernel(h, fs) {
 		if j.Host.Name == "" {
 			return out(Unknown, "the record names host %s, and this host's name cannot be read", h.Host)
 		}
@@ -172,7 +177,10 @@ func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 			if fs.Remote {
 				return out(Foreign, "the record is from boot %s of a host named %s, on a network file system (%s) that another machine of that name may share: judge it there", h.BootID, h.Host, fs.Name)
 			}
-			return out(Gone, "the record is from boot %s, and this is boot %s: its holder ended with that boot", h.BootID, j.Host.BootID)
+			// Another boot, if both boot ids are the kernel's: see boot.go.
+			if jd, decided := j.otherBoot(h); decided {
+				return jd, true
+			}
 		}
 	}
 	if h.Host == "" && fs.Remote {
@@ -190,9 +198,8 @@ func (j *Judge) nsOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
 		return jd, true
 	}
-	thisKernel := h.BootID != "" && h.BootID == j.Host.BootID && !fs.Remote
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
-		if !thisKernel {
+		if !j.thisKernel(h, fs) {
 			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
 		}
 		// A namespace no process is in has ended, and every process of it
@@ -457,6 +464,9 @@ func (j *Judge) elsewhere(pid int) string {
 		where := "a pid namespace below this one"
 		if n.NS != "" {
 			where = "pid namespace " + n.NS
+		}
+		if n.Leader != 0 {
+			return fmt.Sprintf("thread %d (%s) of process %d is thread %d in %s, and a thread's id names its process: the record may be that process's; judge it inside that namespace", n.Pid, n.Comm, n.Leader, n.Inner, where)
 		}
 		return fmt.Sprintf("pid %d (%s) is pid %d in %s: the record may be that process's; judge it inside that namespace", n.Pid, n.Comm, n.Inner, where)
 	}

@@ -16,7 +16,7 @@ func TestMacHost(t *testing.T) {
 	// As macHost and kinfoProc make them of the recorded bytes
 	// (internal/kernel's TestMacHostFacts).
 	mac := func(h *Host) {
-		*h = Host{Name: "mbp", BootID: session, PidNS: "-", PidMax: 99999, BootTime: boot,
+		*h = Host{Name: "mbp", BootID: session, PidNS: "-", InitialPidNS: true, PidMax: 99999, BootTime: boot,
 			StartBase: time.Unix(0, 0), Ticks: 1e6, ScopeErr: ErrScopeUnsupported}
 	}
 	procs := map[int]Proc{
@@ -49,9 +49,9 @@ func TestMacHost(t *testing.T) {
 		{name: "mac-own-absent", host: mac, procs: procs, lock: own(6000, 1795690100_000000, session),
 			want: Gone, reason: "pid 6000 is not running",
 			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath))},
-		{name: "mac-own-other-boot", host: mac, procs: procs, lock: own(4213, 1795690012_000007, "00000000-5A2F-4E5B-9D3C-0E1F2A3B4C5D"),
+		{name: "mac-own-other-boot", host: mac, procs: procs, lock: own(4213, 1795690012_000008, "00000000-5A2F-4E5B-9D3C-0E1F2A3B4C5D"),
 			want: Gone, reason: "the record is from boot 00000000-5A2F-4E5B-9D3C-0E1F2A3B4C5D, and this is boot " + session,
-			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath)), noProbe: true},
+			remove: steps(rm(in(lockPath, "holder")), rmdir(lockPath))},
 		{name: "mac-own-linux-namespace", host: mac, procs: procs, lock: with(own(4213, 1795690012_000007, session), func(l *scan.Lock) { l.Holders[0].Holder.PidNS = hereNS }),
 			want: Foreign, reason: "pid namespace " + hereNS + ", and this is -", noProbe: true},
 		{name: "mac-pid-above-pid-max", host: mac, procs: procs, lock: own(100000, 1, session),

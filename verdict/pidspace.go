@@ -2,9 +2,10 @@ package verdict
 
 import "sync"
 
-// Namesake is a live process that has, in a pid namespace below the
-// reader's, the pid some record names: a container's process, seen from the
-// host.
+// Namesake is a live process, or a live thread of one, that has, in a pid
+// namespace below the reader's, the pid some record names: a container's
+// process or thread, seen from the host. (A thread's id names its process
+// to kill(2) and in /proc, so a pid file may hold it.)
 type Namesake struct {
 	// Pid is its pid in the reader's namespace, Inner the one it has in
 	// namespace NS (a link such as "pid:[4026532210]").
@@ -12,6 +13,10 @@ type Namesake struct {
 	Inner int
 	Comm  string
 	NS    string
+	// Leader is, for a thread that is not its process's leader, that
+	// leader's pid in the reader's namespace (Pid and Inner are then the
+	// thread's ids, Comm its name); 0 for a process.
+	Leader int
 }
 
 // PidSpace is a Probe that can see past the reader's own pid numbers. A pid

@@ -111,10 +111,21 @@ func (c *CachingProbe) SameClock(pid int) error {
 // runs in. Zero fields mean "could not tell", and every verdict that needs
 // one then stays on the held side.
 type Host struct {
-	Name      string
-	BootID    string
+	Name   string
+	BootID string
+	// BootIDErr says why BootID, though read, is not the kernel's word (a
+	// file bind-mounted over /proc/sys/kernel/random/boot_id, as some
+	// sandboxes give each container), or nil when it is. A record whose
+	// boot id differs from such a BootID is no proof of another boot, nor
+	// one whose boot id equals it proof of this kernel. BootID is kept as
+	// read all the same: records this reader writes carry it, and scope
+	// digests hash it, as every other process in its view does.
+	BootIDErr error
 	PidNS     string
-	MachineID string
+	// InitialPidNS says this reader is in the machine's initial pid
+	// namespace (on macOS, which has no pid namespaces, always).
+	InitialPidNS bool
+	MachineID    string
 	// Scope is the generation B scope digest of this machine, boot and pid
 	// namespace, or "" with ScopeErr saying why it cannot be computed.
 	Scope    string

@@ -64,7 +64,10 @@ func TestReservation(t *testing.T) {
 			if res.Verdict != tt.want || !strings.Contains(res.Reason, tt.reason) {
 				t.Errorf("verdict %s (%s), want %s with %q", res.Verdict, res.Reason, tt.want, tt.reason)
 			}
-			if len(probe.calls) > 0 {
+			// Of another boot, the reserver is asked about only so that a
+			// live one can hold it (TestBootMismatch): its absence frees
+			// nothing that the other boot had not.
+			if len(probe.calls) > 0 && tt.name != "another boot" {
 				t.Errorf("the reserver's pid was probed (%v): a reservation is never judged by it", probe.calls)
 			}
 		})

@@ -47,14 +47,15 @@ var (
 
 func testHost() Host {
 	return Host{
-		Name:      here,
-		BootID:    hereBoot,
-		PidNS:     hereNS,
-		MachineID: "3d1219c7c4c5404aaa1f6d2a48adfda4",
-		Scope:     hereScope,
-		PidMax:    testPidMax,
-		BootTime:  bootTime,
-		Ticks:     100,
+		Name:         here,
+		BootID:       hereBoot,
+		PidNS:        hereNS,
+		InitialPidNS: true,
+		MachineID:    "3d1219c7c4c5404aaa1f6d2a48adfda4",
+		Scope:        hereScope,
+		PidMax:       testPidMax,
+		BootTime:     bootTime,
+		Ticks:        100,
 	}
 }
 
@@ -555,13 +556,19 @@ func TestJudgeGone(t *testing.T) {
 			remove: steps(rm(pidPath)),
 		},
 		{
-			// Same pid and start time, but another boot: with the boot check
-			// gone this would read as the same process, running.
+			// Another boot, and the pid is another process here.
 			name:  "boot-id-mismatch",
 			procs: procs(holderPid, alive),
-			lock:  pidLock(fenced(holderPid, alive.Start, "0f0e0d0c-0000-4000-8000-000000000000")),
+			lock:  pidLock(fenced(holderPid, alive.Start+1, "0f0e0d0c-0000-4000-8000-000000000000")),
 			want:  Gone, reason: "from boot 0f0e0d0c-0000-4000-8000-000000000000",
-			remove: steps(rm(pidPath)), noProbe: true,
+			remove: steps(rm(pidPath)),
+		},
+		{
+			// Another boot, and no such pid.
+			name: "boot-id-mismatch-absent",
+			lock: pidLock(fenced(holderPid, alive.Start, "0f0e0d0c-0000-4000-8000-000000000000")),
+			want: Gone, reason: "from boot 0f0e0d0c-0000-4000-8000-000000000000, and this is boot " + hereBoot + ": its holder ended with that boot",
+			remove: steps(rm(pidPath)),
 		},
 		{
 			name: "registry-a-absent",

@@ -101,7 +101,8 @@ func nsScopes(h verdict.Host) (map[string]bool, bool) {
 	if err != nil {
 		return scopes, false
 	}
-	ids := map[rootKey]string{} // machine id under each root read
+	ids := map[rootKey]string{}     // machine id under each root read
+	bootIDs := map[rootKey]string{} // boot id under each root read
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -119,14 +120,28 @@ func nsScopes(h verdict.Host) (map[string]bool, bool) {
 			complete = false
 			continue
 		}
-		if h.MachineID != "" {
-			scopes[verdict.ScopeDigest(h.MachineID, h.BootID, ns)] = true
+		// The boot id it would hash is the one under its root too: a file
+		// mounted over the kernel's there (a sandbox's) is hashed as read.
+		boots := []string{h.BootID}
+		switch b, err := bootIDIn(e.Name(), bootIDs); {
+		case err == nil:
+			boots = append(boots, b)
+		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
+		default:
+			complete = false
+		}
+		for _, boot := range boots {
+			if h.MachineID != "" {
+				scopes[verdict.ScopeDigest(h.MachineID, boot, ns)] = true
+			}
 		}
 		// The machine id the process would hash is the one under its root.
 		id, err := machineIDIn(e.Name(), ids)
 		switch {
 		case err == nil:
-			scopes[verdict.ScopeDigest(id, h.BootID, ns)] = true
+			for _, boot := range boots {
+				scopes[verdict.ScopeDigest(id, boot, ns)] = true
+			}
 		case os.IsNotExist(err) || errors.Is(err, unix.ESRCH):
 			// None there (or it exited): nothing it writes carries a scope.
 		default:

@@ -160,14 +160,15 @@ const macPidMax = 99999
 // does.
 func macHost(name, bootSession string, boot time.Time) verdict.Host {
 	h := verdict.Host{
-		Name:      name,
-		BootID:    strings.TrimSpace(bootSession),
-		PidNS:     "-",
-		PidMax:    macPidMax,
-		BootTime:  boot,
-		StartBase: macStartBase,
-		Ticks:     1e6,
-		ScopeErr:  verdict.ErrScopeUnsupported,
+		Name:         name,
+		BootID:       strings.TrimSpace(bootSession),
+		PidNS:        "-",
+		InitialPidNS: true,
+		PidMax:       macPidMax,
+		BootTime:     boot,
+		StartBase:    macStartBase,
+		Ticks:        1e6,
+		ScopeErr:     verdict.ErrScopeUnsupported,
 	}
 	return h
 }

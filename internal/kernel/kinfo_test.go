@@ -195,7 +195,7 @@ func TestKinfoProc(t *testing.T) {
 func TestMacHostFacts(t *testing.T) {
 	boot := time.Date(2026, 11, 26, 8, 20, 0, 0, time.UTC)
 	got := macHost("mbp", "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D\n", boot)
-	want := verdict.Host{Name: "mbp", BootID: "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D", PidNS: "-", PidMax: 99999,
+	want := verdict.Host{Name: "mbp", BootID: "8C6AD2B2-5A2F-4E5B-9D3C-0E1F2A3B4C5D", PidNS: "-", InitialPidNS: true, PidMax: 99999,
 		BootTime: boot, StartBase: time.Unix(0, 0), Ticks: 1e6, ScopeErr: verdict.ErrScopeUnsupported}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("macHost = %+v, want %+v", got, want)

@@ -71,10 +71,13 @@ func isDigits(s string) bool {
 func gone(err error) bool { return os.IsNotExist(err) || errors.Is(err, unix.ESRCH) }
 
 // Namesakes implements PidSpace from the NSpid line of every process's
-// status, read afresh on every call. A process in the initial namespace
-// (by its ns/pid link, the cheaper read) has no other pid and is passed
-// over; a process that has exited (a zombie with no other thread) holds
-// nothing and is left out.
+// status, and of every thread's (/proc/<pid>/task/<tid>/status), read
+// afresh on every call: a pid file may hold a thread's id, which names
+// that thread's process to kill(2) as well as its leader's pid does. A
+// process in the initial namespace (by its ns/pid link, the cheaper read,
+// or its status's NSpid) has no other pid, nor have its threads, and is
+// passed over; a process that has exited (a zombie with no other thread),
+// or a thread that has, holds nothing and is left out.
 func (KernelProbe) Namesakes() (map[int][]verdict.Namesake, error) {
 	if err := wholeView(); err != nil {
 		return nil, err
@@ -99,12 +102,18 @@ func (KernelProbe) NamesakesOf(inner int) ([]verdict.Namesake, error) {
 	if idx, ok := looks.namesakes(f0, counted); ok {
 		var live []verdict.Namesake
 		for _, n := range idx[inner] {
-			b, err := readFile("/proc/" + strconv.Itoa(n.Pid) + "/status")
+			// A thread is checked by its own status under its leader's
+			// task directory: the leader's says nothing of it.
+			path, exited := "/proc/"+strconv.Itoa(n.Pid)+"/status", statusExited
+			if n.Leader != 0 {
+				path, exited = fmt.Sprintf("/proc/%d/task/%d/status", n.Leader, n.Pid), threadExited
+			}
+			b, err := readFile(path)
 			switch {
 			case gone(err):
 			case err != nil:
-				return nil, fmt.Errorf("cannot read /proc/%d/status (%v), so whether a container's process has this pid cannot be told: run as root", n.Pid, errors.Unwrap(err))
-			case !statusExited(string(b)):
+				return nil, fmt.Errorf("cannot read %s (%v), so whether a container's process has this pid cannot be told: run as root", path, errors.Unwrap(err))
+			case !exited(string(b)):
 				live = append(live, n)
 			}
 		}
@@ -147,18 +156,84 @@ func namesakes() (map[int][]verdict.Namesake, error) {
 		if levels == nil {
 			return nil, errors.New("this kernel shows no NSpid in /proc/<pid>/status (before Linux 4.1), so a container's pids cannot be seen")
 		}
-		if len(levels) < 2 || statusExited(st) {
+		if len(levels) < 2 {
+			// In the initial namespace, and so are its threads: a thread
+			// is always in its leader's pid namespace.
 			continue
 		}
 		pid, _ := strconv.Atoi(p)
-		name, _ := statusField(st, "Name")
-		for _, l := range levels[1:] {
-			if inner, err := strconv.Atoi(l); err == nil {
-				idx[inner] = append(idx[inner], verdict.Namesake{Pid: pid, Inner: inner, Comm: name, NS: ns})
-			}
+		if !statusExited(st) {
+			addNamesakes(idx, st, verdict.Namesake{Pid: pid, NS: ns})
+		}
+		if err := threadNamesakes(idx, p, pid, ns); err != nil {
+			return nil, err
 		}
 	}
 	return idx, nil
+}
+
+// threadNamesakes adds to idx the threads of process p (host pid pid, in
+// pid namespace ns) other than its leader, each by its own thread id in
+// every namespace below the reader's. A process that exited meanwhile, or
+// a thread that did, holds nothing; any other status that cannot be read
+// is doubt, and an error.
+func threadNamesakes(idx map[int][]verdict.Namesake, p string, pid int, ns string) error {
+	task := "/proc/" + p + "/task"
+	f, err := os.Open(task)
+	if gone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot list %s (%v), so whether a container's thread has this pid cannot be told: run as root", task, errors.Unwrap(err))
+	}
+	tids, err := f.Readdirnames(-1)
+	f.Close()
+	if gone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot list %s (%v), so whether a container's thread has this pid cannot be told: run as root", task, errors.Unwrap(err))
+	}
+	for _, t := range tids {
+		tid, err := strconv.Atoi(t)
+		if err != nil || tid <= 0 || t == p {
+			continue // the leader was read as the process
+		}
+		path := task + "/" + t + "/status"
+		b, err := readFile(path)
+		if gone(err) {
+			continue // the thread exited while it was read
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read %s (%v), so whether a container's thread has this pid cannot be told: run as root", path, errors.Unwrap(err))
+		}
+		st := string(b)
+		if nsPids(st) == nil {
+			return fmt.Errorf("%s shows no NSpid, so whether a container's thread has this pid cannot be told", path)
+		}
+		if threadExited(st) {
+			continue
+		}
+		addNamesakes(idx, st, verdict.Namesake{Pid: tid, Leader: pid, NS: ns})
+	}
+	return nil
+}
+
+// addNamesakes indexes n, whose status (a process's or a thread's) is st,
+// by each pid the NSpid line gives it below the reader's namespace.
+func addNamesakes(idx map[int][]verdict.Namesake, st string, n verdict.Namesake) {
+	levels := nsPids(st)
+	if len(levels) < 2 {
+		return
+	}
+	n.Comm, _ = statusField(st, "Name")
+	for _, l := range levels[1:] {
+		if inner, err := strconv.Atoi(l); err == nil {
+			m := n
+			m.Inner = inner
+			idx[inner] = append(idx[inner], m)
+		}
+	}
 }
 
 // NamespaceInUse implements PidSpace from every process's ns/pid link,
@@ -297,6 +372,15 @@ func statusField(status, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// threadExited says whether the thread whose /proc/<pid>/task/<tid>/status
+// is status has exited: its own state is Z or X (a thread other than its
+// process's leader is released at once, but one that is traced waits for
+// its tracer as a zombie). Anything it cannot read is doubt: not exited.
+func threadExited(status string) bool {
+	state, _ := statusField(status, "State")
+	return state != "" && strings.ContainsAny(state[:1], "ZXx")
 }
 
 // statusExited is statExited for a /proc/<pid>/status: state Z or X with a

@@ -323,8 +323,11 @@ const pidMaxLimit = 4 << 20
 func LocalHost() verdict.Host {
 	var h verdict.Host
 	h.Name, _ = os.Hostname()
-	h.BootID = firstLine("/proc/sys/kernel/random/boot_id")
+	h.BootID, h.BootIDErr = readBootID(bootIDPath)
 	h.PidNS, _ = os.Readlink("/proc/self/ns/pid")
+	// /proc/self always names this process, whichever pid namespace the
+	// /proc mounted here is of, so the link read is its own.
+	h.InitialPidNS = h.PidNS == initialPidNS
 	h.MachineID = firstLine("/etc/machine-id")
 	switch {
 	case h.MachineID == "":
