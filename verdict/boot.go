@@ -88,5 +88,11 @@ func (j *Judge) otherBoot(h *scan.Holder) (judged, bool) {
 			}
 		}
 	}
-	return out(Gone, "%s: its holder ended with that boot", boot)
+	facts := []Fact{{OtherBoot, "this reader's boot id, procfs's own sys/kernel/random/boot_id, against the record's (a local disk)", ""}}
+	if placed {
+		facts = append(facts, Fact{NoNamesake, "the record, which names this pid namespace", ""})
+	} else {
+		facts = append(facts, j.namesakes(false))
+	}
+	return proved(jd, boot+": its holder ended with that boot", facts...), true
 }

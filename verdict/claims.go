@@ -44,10 +44,11 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 // InertBuild reports whether c, named as one of lockctl's unpublished
 // lock builds (<lock>.new.<token>.<maker>), is one: a directory that is
 // empty (its maker died before writing the record) or holds nothing but a
-// holder record of lockctl's own format whose token is the name's. Anything
-// else (a regular file of that name, a directory holding other files, a
-// record of another format or token) is not lockctl's to remove, whatever
-// its name says; why says what it is instead.
+// holder file whose bytes are lockctl's record of the name's token, whole
+// or cut short (its maker was killed while writing it: lock.Lock.build).
+// Anything else (a regular file of that name, a directory holding other
+// files, a record of another format or token) is not lockctl's to remove,
+// whatever its name says; why says what it is instead.
 func InertBuild(c scan.Claim) (why string, inert bool) {
 	sub, _, _ := strings.Cut(c.Record.File, "/")
 	switch {
@@ -58,21 +59,28 @@ func InertBuild(c scan.Claim) (why string, inert bool) {
 		// name alone. fix.Debris examines each before it touches it.
 		return "", true
 	case !strings.HasSuffix(c.Record.File, "/holder"):
-		// readSideDir names the record sub/holder; any other kind of file
+		// ReadSideDir names the record sub/holder; any other kind of file
 		// is read as itself.
 		return fmt.Sprintf("%s is not a directory", quoteName(sub)), false
 	case len(c.Others) > 0:
 		return fmt.Sprintf("%s holds %s besides a record", quoteName(sub), quoteName(strings.Join(c.Others, ", "))), false
 	case errors.Is(c.Record.Err, fs.ErrNotExist):
 		return "", true // made, and its maker died before writing the record
-	case c.Record.Err != nil:
-		return fmt.Sprintf("its record %s is not lockctl's (%s)", quoteName(c.Record.File), errText(c.Record.Err)), false
-	case c.Record.Holder == nil || c.Record.Format() != scan.FormatLockctl || c.Record.Holder.Reserved:
-		return fmt.Sprintf("its record %s is not lockctl's own", quoteName(c.Record.File)), false
-	case c.Token == "" || c.Record.Holder.Token != c.Token:
-		return fmt.Sprintf("its record %s carries token %s, not the name's", quoteName(c.Record.File), quoteName(c.Record.Holder.Token)), false
+	case c.Token == "":
+		return "its name carries no token", false
 	}
-	return "", true
+	var fe *scan.FormatError
+	if c.Record.Err != nil && !errors.As(c.Record.Err, &fe) {
+		return fmt.Sprintf("its record %s cannot be read (%s)", quoteName(c.Record.File), errText(c.Record.Err)), false
+	}
+	raw := string(c.Record.Raw)
+	for _, magic := range []string{scan.LockctlMagic, scan.ReserveMagic} {
+		head := magic + "\ntoken " + c.Token + "\n"
+		if strings.HasPrefix(raw, head) || strings.HasPrefix(head, raw) {
+			return "", true
+		}
+	}
+	return fmt.Sprintf("its record %s is not lockctl's record of token %s", quoteName(c.Record.File), quoteName(c.Token)), false
 }
 
 // notBuilds are notes on the side files named as lockctl's builds that are

@@ -137,7 +137,10 @@ func (j *Judge) scopeOf(h *scan.Holder, info fsx.Stat, fs fsx.FS) (judged, bool)
 				case !complete:
 					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (run as root with CAP_SYS_PTRACE): judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
 				}
-				return out(Gone, "its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime))
+				jd = proved(jd, fmt.Sprintf("its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime)),
+					Fact{OtherBoot, "the record's date, before this boot's btime less BootMargin (this host's name, a local disk)", ""},
+					Fact{NoScope, "the scope of every pid namespace of this boot, hashed with the machine id and boot id under each process's root", ""})
+				return jd, true
 			}
 			return out(Foreign, "its scope is not this machine's, boot's and pid namespace's: judge it where it was written (host %s)", h.Host)
 		}
@@ -210,9 +213,38 @@ func (j *Judge) nsOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 		case used:
 			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
 		}
-		return out(Gone, "the record names pid namespace %s, and no process on this machine is in it any more: that namespace has ended, and pid %s with it", h.PidNS, h.PidText)
+		return proved(jd, fmt.Sprintf("the record names pid namespace %s, and no process on this machine is in it any more: that namespace has ended, and pid %s with it", h.PidNS, h.PidText),
+			Fact{EndedNS, "every process's /proc/<pid>/ns/pid, read from the initial pid namespace with every process visible", ""}), true
 	}
 	return jd, false
+}
+
+// pidSpace is the premise that no process has a pid absent here: from this
+// pid namespace alone for a pid of it (placed), and from every pid
+// namespace's pids and thread ids for one of no stated namespace, whose
+// gaps elsewhere has said already (process stops at them first).
+func (j *Judge) pidSpace(placed bool) Fact {
+	if placed {
+		return Fact{NoProcess, "pidfd_open and kill(pid, 0) in this pid namespace, which the record names", ""}
+	}
+	f := j.namesakes(false)
+	f.Premise = NoProcess
+	f.Source = "pidfd_open and kill(pid, 0) here, and " + f.Source
+	return f
+}
+
+// namesakes is the premise that no other pid namespace has the pid, for a
+// record of no stated namespace (placed false): covered only where this
+// reader sees every pid namespace.
+func (j *Judge) namesakes(placed bool) Fact {
+	if placed {
+		return Fact{NoNamesake, "the record, which names this pid namespace", ""}
+	}
+	f := Fact{NoNamesake, "the pids and thread ids (NSpid) of every process in every pid namespace", ""}
+	if _, ok := j.Probe.(PidSpace); !ok {
+		f.Gap = "this probe cannot look into other pid namespaces"
+	}
+	return f
 }
 
 // process judges one recorded process of record h: pid (as written, pidText),
@@ -249,10 +281,12 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 				return out(Unknown, "pid %d %s, but the record does not say which pid namespace wrote it, and %s", pid, here, why)
 			}
 		}
+		where := j.pidSpace(placed)
 		if p.State == StateZombie {
-			return out(Gone, "pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm)
+			return proved(jd, fmt.Sprintf("pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm),
+				Fact{Exited, "/proc/<pid>/stat, state Z or X with one thread, read through a /proc of this pid namespace", ""}, where)
 		}
-		return out(Gone, "pid %d is not running", pid)
+		return proved(jd, fmt.Sprintf("pid %d is not running", pid), where)
 	case StateRunning:
 	default:
 		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
@@ -277,7 +311,8 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 				return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, now, start, why)
 			}
 		}
-		return out(Gone, "pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, now, start)
+		return proved(jd, fmt.Sprintf("pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, now, start),
+			Fact{OtherProcess, "field 22 of /proc/<pid>/stat, pinned by a pidfd, in one clock with the record's", ""}, j.namesakes(placed))
 	}
 	// No start-time fence: the pid may have been reused. A process that
 	// started after the record was written cannot be the one that wrote it.

@@ -50,5 +50,6 @@ func (j *Judge) reservation(h *scan.Holder) judged {
 	if left > 0 {
 		return out(Live, "reserved for a worker until %s (by %s; %s left): the worker takes it over with 'lockctl adopt --token', the reserver gives it up with 'lockctl release --token'", until, by, left.Round(100*time.Millisecond))
 	}
-	return out(Gone, "the reservation (by %s) ended at %s, %s ago, with no worker adopting it", by, until, (-left).Round(100*time.Millisecond))
+	return proved(jd, fmt.Sprintf("the reservation (by %s) ended at %s, %s ago, with no worker adopting it", by, until, (-left).Round(100*time.Millisecond)),
+		Fact{Expired, "the kernel's CLOCK_MONOTONIC, in a time namespace with the reserver's offset", ""})
 }

@@ -104,6 +104,10 @@ type Result struct {
 	// ReservedUntil is when a reservation ends (a reservation's Holder),
 	// in wall time as estimated from the monotonic clock; zero otherwise.
 	ReservedUntil time.Time
+	// Facts are the premises a gone verdict rests on, each with its source
+	// (premise.go); for a verdict that is not gone, those that were found
+	// before a doubt, or nothing.
+	Facts []Fact
 	// Debris is what to remove of the unpublished lock builds left beside
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
@@ -145,6 +149,7 @@ type judged struct {
 	holder  *scan.Holder
 	started time.Time
 	until   time.Time // a reservation's end (Result.ReservedUntil)
+	facts   []Fact    // the premises of a gone verdict (proved)
 }
 
 func (a *judged) moreHeld(b judged) bool { return a == nil || heldness[b.v] > heldness[a.v] }
@@ -225,6 +230,7 @@ func (j *Judge) judge(l *scan.Lock) Result {
 
 func (r Result) set(jd judged) Result {
 	r.Verdict, r.Reason, r.Holder, r.Started, r.ReservedUntil = jd.v, jd.reason, jd.holder, jd.started, jd.until
+	r.Facts = jd.facts
 	return r
 }
 

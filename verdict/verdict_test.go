@@ -1332,6 +1332,24 @@ func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
 			debris: steps,
 		},
 		{
+			name:  "a-record-cut-short-by-a-killed-maker-is-debris",
+			procs: procs(holderPid, alive),
+			lock: gone(build(func(c *scan.Claim) {
+				c.Record.Raw, c.Record.Holder, c.Record.Err = []byte(scan.LockctlMagic+"\ntoken 778.0123"), nil, &scan.FormatError{Format: scan.FormatLockctl, Reason: "cut short"}
+			})),
+			want:   Live,
+			debris: steps,
+		},
+		{
+			name:  "an-empty-record-is-debris",
+			procs: procs(holderPid, alive),
+			lock: gone(build(func(c *scan.Claim) {
+				c.Record.Raw, c.Record.Holder, c.Record.Err = nil, nil, &scan.FormatError{Format: scan.FormatEmpty, Reason: "empty"}
+			})),
+			want:   Live,
+			debris: steps,
+		},
+		{
 			name:   "a-regular-file-is-not",
 			procs:  procs(holderPid, alive),
 			lock:   gone(build(func(c *scan.Claim) { c.Record.File = name })),
@@ -1355,7 +1373,7 @@ func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
 			})),
 			want:   Live,
 			debris: []Step{},
-			note:   "is not lockctl's own",
+			note:   "is not lockctl's record of token",
 		},
 		{
 			name:   "another-token-is-not",
@@ -1363,7 +1381,7 @@ func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
 			lock:   gone(build(func(c *scan.Claim) { c.Token = "779.0123456789abcdef0123456789abcdef.1" })),
 			want:   Live,
 			debris: []Step{},
-			note:   "not the name's",
+			note:   "is not lockctl's record of token 779.",
 		},
 		{
 			name:   "a-file-beside-no-lock-is-no-abandoned-build",
