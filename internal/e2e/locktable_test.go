@@ -174,3 +174,110 @@ func readText(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestPartialLockTableClaimed: the claimed-record check of issue 28, case
+// 2. A break by a doctor --fix of a container, killed after its claim,
+// leaves the record of a holder that died there claimed out of the lock;
+// meanwhile a host process flocks the lock directory. The container's
+// doctor --fix must put the record back (the lock is in use), never finish
+// the break, and its acquire must time out.
+func TestPartialLockTableClaimed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pid namespaces need root")
+	}
+	for _, tool := range []string{"unshare", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s (util-linux)", tool)
+		}
+	}
+	_, bin := publicBin(t)
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
+	in := func(args ...string) *exec.Cmd {
+		return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(c.Pid), "-p", "-m"}, args...)...)
+	}
+	dir := t.TempDir()
+	l := filepath.Join(dir, "a.lock")
+	if out, code := runAs(t, in("sh", "-c", `"$0" acquire "$1"`, bin, l)); code != 0 {
+		t.Fatalf("the holder in the container could not take its lock: exit %d\n%s", code, out)
+	}
+	record, err := os.ReadFile(filepath.Join(l, "holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A breaker of the container claims the record, and is killed there.
+	br := in("env", pauseEnv+"=fix-judge", bin, "doctor", "--fix", dir)
+	br.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/", "NO_COLOR=1"}
+	stderr, err := br.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paused := make(chan bool, 1)
+	go func() {
+		b := make([]byte, 4096)
+		var got []byte
+		for {
+			n, err := stderr.Read(b)
+			got = append(got, b[:n]...)
+			if strings.Contains(string(got), "paused at fix-judge") {
+				paused <- true
+				return
+			}
+			if err != nil {
+				paused <- false
+				return
+			}
+		}
+	}()
+	select {
+	case ok := <-paused:
+		if !ok {
+			_ = br.Wait()
+			t.Fatalf("the breaker ended before its claim")
+		}
+	case <-time.After(30 * time.Second):
+		killWithChildren(br.Process)
+		_ = br.Wait()
+		t.Fatalf("the breaker did not reach its claim within 30s")
+	}
+	killWithChildren(br.Process)
+	_ = br.Wait()
+	claims, _ := filepath.Glob(l + ".dead.*")
+	if len(claims) != 1 {
+		t.Fatalf("want one claim beside the lock after the breaker was killed, have %q", claims)
+	}
+
+	testutil.StartHolder(t, "flock", l)
+	var st unix.Stat_t
+	if err := unix.Stat(l, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	testutil.WaitFor(t, 10*time.Second, "the host's flock", func() bool { return strings.Contains(readText("/proc/locks"), want) })
+
+	out, _ := runAs(t, in(bin, "doctor", "--fix", "--json", dir))
+	var doc struct {
+		Locks []struct{ Path, Verdict, Reason, Action string }
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Locks) != 1 {
+		t.Fatalf("doctor --fix in the container: %v\n%s", err, out)
+	}
+	if got := doc.Locks[0]; got.Verdict != "claimed" || got.Action != "restored" || !strings.Contains(got.Reason, "the record it holds is live") {
+		t.Errorf("doctor --fix in the container: %s, %s (%s); want claimed, restored: the record is live, for a host process flocks the lock", got.Verdict, got.Action, got.Reason)
+	}
+	if _, err := os.Stat(l); err != nil {
+		t.Fatalf("the lock directory a host process flocks was removed: %v", err)
+	}
+	out, _ = runAs(t, in("sh", "-c", `"$0" acquire --timeout 1s "$1"; echo "exit $?"`, bin, l))
+	if !strings.Contains(string(out), "exit 75") {
+		t.Errorf("acquire in the container of a lock a host process flocks: want exit 75 (timed out)\n%s", out)
+	}
+	// The record is back where it was, and the claim gone.
+	if got, err := os.ReadFile(filepath.Join(l, "holder")); err != nil || string(got) != string(record) {
+		t.Errorf("the record of the flocked lock is not back: %v\n%s", err, got)
+	}
+	testutil.WantNames(t, dir, "a.lock")
+}
