@@ -281,3 +281,54 @@ func TestPartialLockTableClaimed(t *testing.T) {
 	}
 	testutil.WantNames(t, dir, "a.lock")
 }
+
+// TestUnreadLockTable: a reader in the host's pid namespace whose /proc is
+// a container's (nsenter --mount into it) cannot read the kernel's lock
+// table at all (its /proc/locks numbers another namespace's pids, and lists
+// only that namespace's locks). Its finding no lock proves nothing (issue
+// 28, case 2): a lockctl lock of another boot that a host process flocks
+// reads unknown in its doctor and live in its --fix, which keeps it.
+func TestUnreadLockTable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pid namespaces need root")
+	}
+	for _, tool := range []string{"unshare", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s (util-linux)", tool)
+		}
+	}
+	_, bin := publicBin(t)
+	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
+	dir := t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	testutil.Mkdir(t, l)
+	// Another boot's record: gone by its boot id, whatever pid space the
+	// reader sees.
+	testutil.WriteFile(t, filepath.Join(l, "holder"), testutil.RecLockctl(4321, 5, "11111111-2222-3333-4444-555555555555", "pid:[4026531836]", "vm"))
+	testutil.StartHolder(t, "flock", l)
+	var st unix.Stat_t
+	if err := unix.Stat(l, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	testutil.WaitFor(t, 10*time.Second, "the host's flock", func() bool { return strings.Contains(readText("/proc/locks"), want) })
+	before := testutil.Snapshot(t, dir)
+	for _, args := range [][]string{{"doctor", "--json", dir}, {"doctor", "--fix", "--json", dir}} {
+		out, _ := runAs(t, exec.Command("nsenter", append([]string{"-t", strconv.Itoa(c.Pid), "-m", bin}, args...)...))
+		var doc struct {
+			Locks []struct{ Path, Verdict, Reason, Action string }
+		}
+		if err := json.Unmarshal(out, &doc); err != nil || len(doc.Locks) != 1 {
+			t.Fatalf("%v with a container's /proc: %v\n%s", args, err, out)
+		}
+		got := doc.Locks[0]
+		wantV := "unknown"
+		if args[1] == "--fix" {
+			wantV = "live" // its flock, taken for an instant, was refused
+		}
+		if got.Verdict != wantV || got.Action == "removed" {
+			t.Errorf("%v with a container's /proc: %s, %s (%s); want %s, not removed", args, got.Verdict, got.Action, got.Reason, wantV)
+		}
+	}
+	testutil.Untouched(t, dir, before)
+}
