@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
@@ -76,7 +77,7 @@ func (j *Judge) lockedAnyway(r Result) Result {
 	if l.Kind == scan.KindMissing {
 		return r
 	}
-	a := j.advisoryOn(l.Dir, l.Name, l.Info)
+	a := j.advisoryOn(l.Dir, lockFileName(l), l.Info)
 	switch {
 	case len(a.holders) > 0:
 		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
@@ -87,6 +88,18 @@ func (j *Judge) lockedAnyway(r Result) Result {
 		r.Reason = fmt.Sprintf("%s, but whether a process holds a lock on it cannot be told: %s", r.Reason, a.doubt)
 	}
 	return r
+}
+
+// lockFileName is where the lock l stands in l.Dir now: its name, or, for
+// a lock file that is its own record and has been claimed out of its name
+// (fix's second judgement), the claim's name, where the same inode is.
+func lockFileName(l *scan.Lock) string {
+	if l.Kind == scan.KindFile && len(l.Holders) == 1 {
+		if h := l.Holders[0]; h.Info.SameFile(l.Info) && h.File != "" && !strings.ContainsRune(h.File, '/') {
+			return h.File
+		}
+	}
+	return l.Name
 }
 
 // advisory is what the kernel says of the advisory locks on one file: the

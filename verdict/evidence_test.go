@@ -839,12 +839,23 @@ func TestJudgePartialLockTable(t *testing.T) {
 		{name: "kernel-lock-partial-free", lock: dpkg(), ev: partial(), files: free(), want: Free, reason: "so it is free"},
 		{name: "kernel-lock-partial-unseen", lock: dpkg(), ev: partial(), files: unseen(), want: Unknown, reason: "no lock on it is listed, but the kernel's lock table here lists only"},
 	})
-	// The tester is asked about the lock itself, where it stands.
-	files := free()
-	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: partial(), FileLocks: files}
-	l := onDisk(pidLock(pidHolder(holderPid)))
-	j.Judge(l)
-	if want := fmt.Sprintf("%s/%s %d:%d", l.Dir, l.Name, evDev, lockIno); len(files.asked) != 1 || files.asked[0] != want {
-		t.Errorf("FileLocks was asked %q, want [%q]", files.asked, want)
+	// The tester is asked about the lock itself, where it stands: a lock
+	// file claimed out of its name (fix's second judgement) stands at the
+	// claim's name.
+	for _, claimed := range []bool{false, true} {
+		files := free()
+		j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: partial(), FileLocks: files}
+		l := onDisk(pidLock(pidHolder(holderPid)))
+		name := l.Name
+		if claimed {
+			name = l.Name + ".dead.1.2"
+			l.Holders[0].File = name
+		}
+		if r := j.Judge(l); r.Verdict != Gone {
+			t.Errorf("claimed %v: Judge = %s (%s), want gone", claimed, r.Verdict, r.Reason)
+		}
+		if want := fmt.Sprintf("%s/%s %d:%d", l.Dir, name, evDev, lockIno); len(files.asked) != 1 || files.asked[0] != want {
+			t.Errorf("claimed %v: FileLocks was asked %q, want [%q]", claimed, files.asked, want)
+		}
 	}
 }
