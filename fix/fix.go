@@ -98,10 +98,13 @@ type Fixer struct {
 }
 
 // New returns a Fixer that asks the kernel directly, and gathers kernel
-// evidence afresh for its second judgements.
+// evidence afresh for its second judgements. Where the kernel's lock table
+// is not the whole machine's (a child pid namespace), its judge asks the
+// one file instead, and may take its flock for an instant to do so: a
+// refusal is a holder, success proves there is none.
 func New(host verdict.Host) *Fixer {
 	return &Fixer{
-		Judge: &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: &kernel.KernelEvidence{Fresh: true}},
+		Judge: &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: &kernel.KernelEvidence{Fresh: true}, FileLocks: kernel.FileLocks{Take: true}},
 		Pid:   os.Getpid(),
 	}
 }

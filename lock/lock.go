@@ -494,7 +494,11 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	// The kernel's lock table is asked only when a holder reads gone: a
 	// running process with a flock on the lock still holds it. Nothing else
 	// of the kernel's evidence: acquire never breaks an owner-less lock.
-	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &kernel.KernelEvidence{Fresh: true}}}
+	// Where the table is not the whole machine's (in a container), the lock
+	// itself is asked, its flock taken for an instant: a refusal is a
+	// holder, and success lets acquire break a lock whose holder crashed
+	// in this container and that nobody holds.
+	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &kernel.KernelEvidence{Fresh: true}}, FileLocks: kernel.FileLocks{Take: true}}
 	fixer := &fix.Fixer{Judge: judge, Pid: selfPid}
 	wait := time.Millisecond
 	var last verdict.Result

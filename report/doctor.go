@@ -142,7 +142,11 @@ func Doctor(opts Options, sink Sink) Result {
 			opts.Warn(err, skipped)
 		}
 	}
-	judge := verdict.Judge{Host: opts.Host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}, Evidence: &kernel.KernelEvidence{}}
+	// Where the kernel's lock table is not the whole machine's, doctor asks
+	// the one file for its POSIX and OFD locks, taking none, and a flock it
+	// cannot see leaves a gone holder unknown; --fix, which acts, may take
+	// the flock for an instant to see it (fix.New's judge does the same).
+	judge := verdict.Judge{Host: opts.Host, Probe: &verdict.CachingProbe{Next: kernel.KernelProbe{}}, Evidence: &kernel.KernelEvidence{}, FileLocks: kernel.FileLocks{Take: opts.Fixer != nil}}
 	act := func(res verdict.Result) *fix.Outcome {
 		if opts.Fixer == nil {
 			return nil

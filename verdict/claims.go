@@ -292,14 +292,24 @@ func (j *Judge) claimedMany(r Result, claims []scan.Claim) Result {
 // rather than away, as the same lock without the claim reads live.
 func (j *Judge) claimedRecord(l *scan.Lock, c scan.Claim) judged {
 	rec := j.holder(c.Record.Holder, c.Record.Format(), c.Record.Info, l.FS)
-	if rec.v == Gone {
-		by, ok := j.lockedBy(c.Record.Info)
-		if !ok && l.Kind == scan.KindDir {
-			by, ok = j.lockedBy(l.Info)
+	if rec.v != Gone {
+		return rec
+	}
+	// The claim may sit in a directory of its own (<lock>.pub.<token>/holder).
+	by, held, doubt := j.lockedBy(filepath.Join(l.Dir, filepath.Dir(c.Record.File)), filepath.Base(c.Record.File), c.Record.Info)
+	if !held && l.Kind == scan.KindDir {
+		var d string
+		by, held, d = j.lockedBy(l.Dir, l.Name, l.Info)
+		if doubt == "" {
+			doubt = d
 		}
-		if ok {
-			rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
-		}
+	}
+	switch {
+	case held:
+		rec.v, rec.reason = Live, fmt.Sprintf("%s, but %s", rec.reason, by)
+	case doubt != "":
+		// "No lock on it" is not proved: held, never gone.
+		rec.v, rec.reason = Unknown, fmt.Sprintf("%s, but whether a process holds a lock on it cannot be told: %s", rec.reason, doubt)
 	}
 	return rec
 }

@@ -51,6 +51,22 @@ type LockDetail interface {
 	WholeTable() bool
 }
 
+// FileLockTest asks the kernel about the advisory locks on one file, through
+// a descriptor of its own, which no pid namespace filters: the question the
+// judge asks where the kernel's lock table could not be read, or lists only
+// some namespaces' locks (LockDetail.WholeTable is false).
+type FileLockTest interface {
+	// FileLocked reports whether some open file description holds an
+	// advisory lock (flock, POSIX or OFD) on the entry name in the
+	// directory dir, which must still be the file or directory dev:ino.
+	// how says in words what was found: how it is held, or how it was
+	// found free. known is false when the kernel's answer could not be
+	// had (the entry changed or could not be opened, a call failed, or a
+	// flock could not be seen without taking it): then held is false and
+	// proves nothing.
+	FileLocked(dir, name string, dev, ino uint64) (held bool, how string, known bool)
+}
+
 // RepoWitness is Evidence that can say which running git processes work in
 // a repository, named by the device and inode of its common git directory:
 // git records no holder in its lock files, and keeps none of them open

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
@@ -69,28 +70,101 @@ func (j *Judge) kernelHolders(r Result) Result {
 // lock (flock, POSIX or OFD) on it: tools that flock their pid file, or an
 // inherited lock, say the lock is in use whatever pid the record names.
 // Files merely held open do not count here: a reader, another doctor or a
-// waiting acquirer opens a lock without holding it.
+// waiting acquirer opens a lock without holding it. Where "no lock on it"
+// cannot be proved (advisoryOn), the lock is not gone but unknown.
 func (j *Judge) lockedAnyway(r Result) Result {
 	l := r.Lock
 	if l.Kind == scan.KindMissing {
 		return r
 	}
-	if hs := j.lockHolders(l.Info); len(hs) > 0 {
+	a := j.advisoryOn(l.Dir, lockFileName(l), l.Info)
+	switch {
+	case len(a.holders) > 0:
 		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
-		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, holdsText(hs[0]))
-		r.Kernel = hs
+		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, a.text)
+		r.Kernel = a.holders
+	case !a.none && r.Verdict == Gone:
+		r.Verdict, r.Remove, r.Caveat = Unknown, nil, ""
+		r.Reason = fmt.Sprintf("%s, but whether a process holds a lock on it cannot be told: %s", r.Reason, a.doubt)
 	}
 	return r
 }
 
-// lockedBy says who the kernel's lock table shows holding an advisory lock
-// on the file info describes, if anyone.
-func (j *Judge) lockedBy(info fsx.Stat) (string, bool) {
-	hs := j.lockHolders(info)
-	if len(hs) == 0 {
-		return "", false
+// lockFileName is where the lock l stands in l.Dir now: its name, or, for
+// a lock file that is its own record and has been claimed out of its name
+// (fix's second judgement), the claim's name, where the same inode is.
+func lockFileName(l *scan.Lock) string {
+	if l.Kind == scan.KindFile && len(l.Holders) == 1 {
+		if h := l.Holders[0]; h.Info.SameFile(l.Info) && h.File != "" && !strings.ContainsRune(h.File, '/') {
+			return h.File
+		}
 	}
-	return holdsText(hs[0]), true
+	return l.Name
+}
+
+// advisory is what the kernel says of the advisory locks on one file: the
+// holders found (text names the first in words), or else whether "no lock
+// on it" is proved (none) or only not seen (doubt says why).
+type advisory struct {
+	holders []KernelHolder
+	text    string
+	none    bool
+	doubt   string
+}
+
+// partialTable is why a lock table that lists no lock on a file does not
+// prove that none is held.
+const partialTable = "the kernel's lock table here lists only this pid namespace's locks (or could not be read), so a lock held from the host or another container is not in it"
+
+// advisoryOn is the one place that decides the premise "no process holds
+// an advisory lock on this file", for every verdict that needs it (a gone
+// holder, a claimed record, a kernel-lock file). The kernel's lock table
+// (/proc/locks) proves it only when it is the whole machine's: read through
+// a /proc of the initial pid namespace that is this process's own. One read
+// in a child pid namespace lists only that namespace's locks (and drops
+// those whose taker has exited), and one that could not be read lists
+// nothing: there the one file is asked instead (FileLocks), which no
+// namespace filters, and without an answer the premise is a doubt. A judge
+// given no Evidence at all was asked not to look (a reservation's judge):
+// nothing is found, and nothing doubted. dir and name are where the file
+// is, info what it was when judged.
+func (j *Judge) advisoryOn(dir, name string, info fsx.Stat) advisory {
+	t, ok := j.Evidence.(LockTable)
+	if !ok {
+		// No lock table: nil Evidence (not asked), or a platform without
+		// one (docs/platforms.md).
+		return advisory{none: true}
+	}
+	if hs := j.lockHolders(info); len(hs) > 0 {
+		return advisory{holders: hs, text: holdsText(hs[0])}
+	}
+	if d, ok := t.(LockDetail); ok && d.WholeTable() {
+		return advisory{none: true}
+	}
+	if info.Ino == 0 {
+		return advisory{doubt: partialTable + ", and the file's inode is not known, so it cannot be asked itself"}
+	}
+	if j.FileLocks == nil {
+		return advisory{doubt: partialTable + ": judge it from the host"}
+	}
+	held, how, known := j.FileLocks.FileLocked(dir, name, info.Dev, info.Ino)
+	switch {
+	case known && held:
+		return advisory{holders: []KernelHolder{{How: how}}, text: how}
+	case known:
+		return advisory{none: true}
+	}
+	return advisory{doubt: partialTable + "; " + how}
+}
+
+// lockedBy says how a kernel lock is held on the file name in dir (info),
+// if one is: held; or, where that cannot be told, why (doubt).
+func (j *Judge) lockedBy(dir, name string, info fsx.Stat) (by string, held bool, doubt string) {
+	a := j.advisoryOn(dir, name, info)
+	if len(a.holders) > 0 {
+		return a.text, true, ""
+	}
+	return "", false, a.doubt
 }
 
 // lockHolders are the advisory locks the kernel's lock table shows on the
@@ -133,16 +207,17 @@ func (j *Judge) kernelLock(r Result) Result {
 	if _, ok := j.Evidence.(LockTable); !ok {
 		return r.set(judged{v: Unknown, reason: what + ", held only by a lock the kernel keeps, and the kernel's lock table was not read"})
 	}
-	if hs := j.lockHolders(l.Info); len(hs) > 0 {
-		r = r.set(judged{v: Live, reason: what + ": " + holdsText(hs[0])})
-		r.Kernel = hs
+	a := j.advisoryOn(l.Dir, l.Name, l.Info)
+	switch {
+	case len(a.holders) > 0:
+		r = r.set(judged{v: Live, reason: what + ": " + a.text})
+		r.Kernel = a.holders
 		if d, ok := j.Evidence.(LockDetail); ok {
 			r.Waiters = d.Waiters(l.Info.Dev, l.Info.Ino)
 		}
 		return r
-	}
-	if d, ok := j.Evidence.(LockDetail); !ok || !d.WholeTable() {
-		return r.set(judged{v: Unknown, reason: what + ": no lock on it is listed, but the kernel's lock table was not seen whole (in a child pid namespace it lists only that namespace's locks): judge it from the host"})
+	case !a.none:
+		return r.set(judged{v: Unknown, reason: what + ": no lock on it is listed, but " + a.doubt})
 	}
 	return r.set(judged{v: Free, reason: what + ": no process holds a lock on it, so it is free (the kernel frees it when its holder dies; the file itself is never removed)"})
 }

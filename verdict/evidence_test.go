@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,14 +71,15 @@ func (f *fakeEvidence) Holders(dev, ino uint64) ([]KernelHolder, bool) {
 	return f.held[[2]uint64{dev, ino}], f.complete
 }
 
-// heldBy is a kernel that sees every process, and these holders of ino on
-// evDev.
+// heldBy is a kernel that sees every process, and every lock (its lock
+// table is the whole machine's), and these holders of ino on evDev.
 func heldBy(ino uint64, hs ...KernelHolder) *fakeEvidence {
-	return &fakeEvidence{complete: true, held: map[[2]uint64][]KernelHolder{{evDev, ino}: hs}}
+	return &fakeEvidence{complete: true, whole: true, held: map[[2]uint64][]KernelHolder{{evDev, ino}: hs}}
 }
 
-// nobodyHolds is a kernel that sees every process, none holding anything.
-func nobodyHolds() *fakeEvidence { return &fakeEvidence{complete: true} }
+// nobodyHolds is a kernel that sees every process and every lock, none
+// holding anything.
+func nobodyHolds() *fakeEvidence { return &fakeEvidence{complete: true, whole: true} }
 
 // onDisk gives l (and each of its holder records that is the lock file
 // itself) a device and inode, as scan does.
@@ -107,6 +109,21 @@ type evCase struct {
 	remove        []Step
 	// notAsked: the evidence must not be consulted at all.
 	notAsked bool
+	// files is the judge's FileLocks, when not nil.
+	files *fakeFileLocks
+}
+
+// fakeFileLocks answers FileLocked alike for every file, and remembers
+// what it was asked.
+type fakeFileLocks struct {
+	held, known bool
+	how         string
+	asked       []string
+}
+
+func (f *fakeFileLocks) FileLocked(dir, name string, dev, ino uint64) (bool, string, bool) {
+	f.asked = append(f.asked, fmt.Sprintf("%s/%s %d:%d", dir, name, dev, ino))
+	return f.held, f.how, f.known
 }
 
 func (tc evCase) run(t *testing.T) {
@@ -114,6 +131,9 @@ func (tc evCase) run(t *testing.T) {
 	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t, procs: tc.procs}}
 	if tc.ev != nil {
 		j.Evidence = tc.ev
+	}
+	if tc.files != nil {
+		j.FileLocks = tc.files
 	}
 	got := j.Judge(tc.lock)
 	checkResult(t, tc.name, got, tc.lock)
@@ -691,7 +711,7 @@ func TestJudgeKernelLockFile(t *testing.T) {
 		// Open is not held: apt opens the lock to take it, and so does a reader.
 		{name: "dpkg-only-open", lock: dpkg(), ev: whole(heldBy(lockIno, KernelHolder{Pid: 9, Comm: "cat", How: "open"})), want: Free},
 		// A child pid namespace's /proc/locks lists only its own locks.
-		{name: "dpkg-partial-table", lock: dpkg(), ev: nobodyHolds(), want: Unknown, reason: "judge it from the host"},
+		{name: "dpkg-partial-table", lock: dpkg(), ev: &fakeEvidence{complete: true}, want: Unknown, reason: "judge it from the host"},
 		{name: "dpkg-no-table", lock: dpkg(), want: Unknown, reason: "the kernel's lock table was not read"},
 		{name: "unknown-kind-stays-ownerless", lock: onDisk(pidFile(scan.FormatEmpty, "", nil, nil)), ev: whole(nobodyHolds()), want: Ownerless, seen: SeenComplete,
 			remove: []Step{{Op: OpRemove, Path: "/run/lock/LCK..ttyS0"}}},
@@ -773,5 +793,79 @@ func TestJudgeMercurialNamespace(t *testing.T) {
 	}
 	if got := j.Judge(hg(hereNS)); got.Verdict != Gone {
 		t.Errorf("Judge(a Mercurial lock of this namespace, pid gone) = %s (%s), want gone", got.Verdict, got.Reason)
+	}
+}
+
+// TestJudgePartialLockTable: a lock table that is not the whole machine's
+// (read in a child pid namespace, or not read at all) that lists no lock on
+// a gone holder's lock proves nothing (issue 28, case 2): the one file is
+// asked instead (FileLocks), and without its word the lock is unknown, for
+// a gone holder, a claimed record and a kernel-lock file alike.
+func TestJudgePartialLockTable(t *testing.T) {
+	b := holderB(holderPid, hereScope)
+	partial := func() *fakeEvidence { return &fakeEvidence{complete: false} }
+	flocked := func() *fakeFileLocks {
+		return &fakeFileLocks{held: true, known: true, how: "a flock is held on it (the kernel refused this process's non-blocking flock)"}
+	}
+	free := func() *fakeFileLocks {
+		return &fakeFileLocks{known: true, how: "no process holds a flock, POSIX or OFD lock on it"}
+	}
+	unseen := func() *fakeFileLocks {
+		return &fakeFileLocks{how: "a flock cannot be seen without taking it: judge it from the host, or with --fix"}
+	}
+	dpkg := func() *scan.Lock {
+		l := onDisk(pidFile(scan.FormatEmpty, "", nil, nil))
+		l.KernelLock = "dpkg"
+		return l
+	}
+	claimedDir := func() *scan.Lock {
+		l := onDisk(emptyDir(breakB(breaker, b)))
+		l.Claims[0].Record.Info.Dev, l.Claims[0].Record.Info.Ino = evDev, holderIno
+		return l
+	}
+	restoreB := steps(restore(in(regDir, breakBName(breaker, b)), in(lockPath, "holder.4242.0123456789abcdef0123456789abcdef.1")))
+	runEv(t, []evCase{
+		{name: "gone-partial-no-tester", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), want: Unknown,
+			reason: "pid 4242 is not running, but whether a process holds a lock on it cannot be told: the kernel's lock table here lists only this pid namespace's locks"},
+		{name: "gone-partial-flocked", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), files: flocked(), want: Live,
+			reason: "pid 4242 is not running, but a flock is held on it (the kernel refused this process's non-blocking flock): the lock is in use"},
+		{name: "gone-partial-free", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), files: free(), want: Gone,
+			reason: "pid 4242 is not running", remove: steps(rm(pidPath))},
+		{name: "gone-partial-unseen", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), files: unseen(), want: Unknown,
+			reason: "judge it from the host, or with --fix"},
+		{name: "gone-whole-table-not-asked", lock: onDisk(pidLock(pidHolder(holderPid))), ev: nobodyHolds(), files: flocked(), want: Gone,
+			reason: "pid 4242 is not running", remove: steps(rm(pidPath))},
+		{name: "gone-no-evidence-not-asked", lock: onDisk(lockB(b)), ev: nil, want: Gone, reason: "pid 4242 is not running",
+			remove: removeLock(onDisk(lockB(b)))},
+		{name: "claimed-partial-no-tester", lock: claimedDir(), ev: partial(), want: Claimed,
+			reason: "the record it holds is unknown (pid 4242 is not running, but whether a process holds a lock on it cannot be told"},
+		{name: "claimed-partial-flocked", lock: claimedDir(), ev: partial(), files: flocked(), want: Claimed,
+			reason: "the record it holds is live (pid 4242 is not running, but a flock is held on it", remove: restoreB},
+		{name: "claimed-partial-free", lock: claimedDir(), ev: partial(), files: free(), want: Claimed, reason: "was abandoned",
+			remove: steps(rmdir(lockPath), rm(in(regDir, breakBName(breaker, b))))},
+		{name: "claimed-partial-unseen", lock: claimedDir(), ev: partial(), files: unseen(), want: Claimed,
+			reason: "the record it holds is unknown"},
+		{name: "kernel-lock-partial-flocked", lock: dpkg(), ev: partial(), files: flocked(), want: Live, reason: "a kernel-lock file of dpkg: a flock is held on it"},
+		{name: "kernel-lock-partial-free", lock: dpkg(), ev: partial(), files: free(), want: Free, reason: "so it is free"},
+		{name: "kernel-lock-partial-unseen", lock: dpkg(), ev: partial(), files: unseen(), want: Unknown, reason: "no lock on it is listed, but the kernel's lock table here lists only"},
+	})
+	// The tester is asked about the lock itself, where it stands: a lock
+	// file claimed out of its name (fix's second judgement) stands at the
+	// claim's name.
+	for _, claimed := range []bool{false, true} {
+		files := free()
+		j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: partial(), FileLocks: files}
+		l := onDisk(pidLock(pidHolder(holderPid)))
+		name := l.Name
+		if claimed {
+			name = l.Name + ".dead.1.2"
+			l.Holders[0].File = name
+		}
+		if r := j.Judge(l); r.Verdict != Gone {
+			t.Errorf("claimed %v: Judge = %s (%s), want gone", claimed, r.Verdict, r.Reason)
+		}
+		if want := fmt.Sprintf("%s/%s %d:%d", l.Dir, name, evDev, lockIno); len(files.asked) != 1 || files.asked[0] != want {
+			t.Errorf("claimed %v: FileLocks was asked %q, want [%q]", claimed, files.asked, want)
+		}
 	}
 }

@@ -121,6 +121,10 @@ type Judge struct {
 	// Evidence, when set, is asked who holds a lock that has no usable
 	// owner record.
 	Evidence Evidence
+	// FileLocks, when set, is asked about the advisory locks on one file
+	// where the kernel's lock table (Evidence's) is not the whole
+	// machine's; without it, such a table leaves a gone holder unknown.
+	FileLocks FileLockTest
 }
 
 // BootMargin is how long before this boot a record must have last changed

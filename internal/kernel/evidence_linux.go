@@ -364,6 +364,11 @@ func readLockTable() lockTable {
 		return t
 	}
 	t.ok = true
+	// The kernel lists the locks of the pid namespace of the /proc read
+	// from, not of the reader's. procOurs (above) proved this /proc is this
+	// process's own namespace's, read through that same /proc: so its
+	// ns/pid names the /proc's namespace, and the table is whole only when
+	// that is the initial one.
 	ns, err := os.Readlink("/proc/self/ns/pid")
 	t.whole = err == nil && ns == initialPidNS
 	return t
@@ -382,7 +387,12 @@ func (k *KernelEvidence) Waiters(dev, ino uint64) []verdict.KernelHolder {
 	return k.named(k.lockTable().waiting[devIno{dev, ino}])
 }
 
-// WholeTable implements verdict.LockDetail.
+// WholeTable implements verdict.LockDetail: true only for a table read
+// through a /proc of the initial pid namespace that is this process's own.
+// Anything else (a child namespace's table, which lists only its own
+// processes' locks and drops those whose taker has exited, or a table that
+// could not be read) is partial, and verdict then asks the file itself
+// (FileLocks).
 func (k *KernelEvidence) WholeTable() bool {
 	t := k.lockTable()
 	return t.ok && t.whole
