@@ -83,9 +83,11 @@ func (j *Judge) lockedAnyway(r Result) Result {
 		r.Verdict, r.Remove, r.Caveat = Live, nil, ""
 		r.Reason = fmt.Sprintf("%s, but %s: the lock is in use", r.Reason, a.text)
 		r.Kernel = a.holders
-	case !a.none && r.Verdict == Gone:
-		r.Verdict, r.Remove, r.Caveat = Unknown, nil, ""
-		r.Reason = fmt.Sprintf("%s, but whether a process holds a lock on it cannot be told: %s", r.Reason, a.doubt)
+	case r.Verdict == Gone:
+		// The last premise of gone, with the source it came from: a doubt
+		// here makes the lock unknown (premise.go).
+		r.Facts = append(r.Facts, Fact{NoKernelLock, a.source, a.doubt})
+		r = r.reprove()
 	}
 	return r
 }
@@ -110,7 +112,16 @@ type advisory struct {
 	text    string
 	none    bool
 	doubt   string
+	source  string // where the answer came from (a Fact's Source)
 }
+
+// Where an answer about a file's advisory locks came from.
+const (
+	fromWholeTable = "the kernel's lock table, /proc/locks, read through a /proc of the initial pid namespace"
+	fromPartial    = "the kernel's lock table, /proc/locks, read here"
+	fromFile       = "the file itself, asked through a descriptor of its own (F_OFD_GETLK, and for --fix and acquire a non-blocking flock)"
+	fromNothing    = "nothing: this judge was not given the kernel's lock table"
+)
 
 // partialTable is why a lock table that lists no lock on a file does not
 // prove that none is held.
@@ -133,28 +144,28 @@ func (j *Judge) advisoryOn(dir, name string, info fsx.Stat) advisory {
 	if !ok {
 		// No lock table: nil Evidence (not asked), or a platform without
 		// one (docs/platforms.md).
-		return advisory{none: true}
+		return advisory{none: true, source: fromNothing}
 	}
 	if hs := j.lockHolders(info); len(hs) > 0 {
-		return advisory{holders: hs, text: holdsText(hs[0])}
+		return advisory{holders: hs, text: holdsText(hs[0]), source: fromPartial}
 	}
 	if d, ok := t.(LockDetail); ok && d.WholeTable() {
-		return advisory{none: true}
+		return advisory{none: true, source: fromWholeTable}
 	}
 	if info.Ino == 0 {
-		return advisory{doubt: partialTable + ", and the file's inode is not known, so it cannot be asked itself"}
+		return advisory{doubt: partialTable + ", and the file's inode is not known, so it cannot be asked itself", source: fromPartial}
 	}
 	if j.FileLocks == nil {
-		return advisory{doubt: partialTable + ": judge it from the host"}
+		return advisory{doubt: partialTable + ": judge it from the host", source: fromPartial}
 	}
 	held, how, known := j.FileLocks.FileLocked(dir, name, info.Dev, info.Ino)
 	switch {
 	case known && held:
-		return advisory{holders: []KernelHolder{{How: how}}, text: how}
+		return advisory{holders: []KernelHolder{{How: how}}, text: how, source: fromFile}
 	case known:
-		return advisory{none: true}
+		return advisory{none: true, source: fromFile}
 	}
-	return advisory{doubt: partialTable + "; " + how}
+	return advisory{doubt: partialTable + "; " + how, source: fromFile}
 }
 
 // lockedBy says how a kernel lock is held on the file name in dir (info),

@@ -826,7 +826,7 @@ func TestJudgePartialLockTable(t *testing.T) {
 	restoreB := steps(restore(in(regDir, breakBName(breaker, b)), in(lockPath, "holder.4242.0123456789abcdef0123456789abcdef.1")))
 	runEv(t, []evCase{
 		{name: "gone-partial-no-tester", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), want: Unknown,
-			reason: "pid 4242 is not running, but whether a process holds a lock on it cannot be told: the kernel's lock table here lists only this pid namespace's locks"},
+			reason: "pid 4242 is not running, but that no process holds a kernel lock on it is not proved: the kernel's lock table here lists only this pid namespace's locks"},
 		{name: "gone-partial-flocked", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), files: flocked(), want: Live,
 			reason: "pid 4242 is not running, but a flock is held on it (the kernel refused this process's non-blocking flock): the lock is in use"},
 		{name: "gone-partial-free", lock: onDisk(pidLock(pidHolder(holderPid))), ev: partial(), files: free(), want: Gone,

@@ -40,8 +40,8 @@ const (
 )
 
 // Fact is one premise as one source gave it: Source names the source and
-// how it covers the holder; Gap, when not empty, says what it could not
-// see from this reader's view, and makes the premise a doubt.
+// how it covers the holder; Gap, when not empty, says in a clause what it
+// could not see from this reader's view, and makes the premise a doubt.
 type Fact struct {
 	Premise Premise
 	Source  string
@@ -69,7 +69,7 @@ func proved(jd judged, reason string, facts ...Fact) judged {
 func doubt(facts []Fact) string {
 	for _, f := range facts {
 		if !f.Covers() {
-			return fmt.Sprintf("%q rests on %s, which %s", string(f.Premise), f.Source, f.Gap)
+			return fmt.Sprintf("that %s is not proved: %s (%s)", f.Premise, f.Gap, f.Source)
 		}
 	}
 	return ""
