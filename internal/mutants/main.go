@@ -13,11 +13,14 @@
 //	+++ b/internal/kernel/probe_linux.go
 //	...
 //
-// For each patch, mutants copies the module to a temporary directory,
-// applies the patch there (a patch that no longer applies is a failure, not
-// a skip), runs the named tests, and prints "killed NAME by TestX" or
-// "SURVIVED NAME". The last line is "mutants: N killed, M survived"; the
-// exit status is non-zero if anything survived or failed to apply.
+// For each patch, mutants applies it to copies of the files it changes
+// only, and runs the named tests in the module with those files overlaid
+// (go test -overlay, through GOFLAGS, so that a test that builds lockctl
+// builds the mutated one), so the build cache serves everything else (a
+// patch that no longer applies is a failure, not a skip). It prints
+// "killed NAME by TestX" or "SURVIVED NAME". The last line is "mutants: N
+// killed, M survived"; the exit status is non-zero if anything survived or
+// failed to apply.
 //
 // Run it from the module root: go run ./internal/mutants [-run REGEXP].
 //
@@ -32,6 +35,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -210,27 +215,64 @@ func load(dir string) ([]mutant, error) {
 	return ms, nil
 }
 
-// try applies m to a copy of the module and runs its tests. It returns the
-// first test that failed, or "" if all passed.
+// try applies m to the files it changes, in a directory of their own, and
+// runs its tests in the module itself with those files overlaid (go
+// test -overlay, passed through GOFLAGS so that a test that builds the
+// lockctl binary builds the mutated one too). Nothing else is copied, so
+// the build cache serves every package the patch does not touch. It
+// returns the first test that failed, or "" if all passed.
 func try(root string, m mutant, timeout time.Duration) (string, error) {
 	tmp, err := os.MkdirTemp("", "lockctl-mutant-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	if err := copyModule(root, tmp); err != nil {
-		return "", fmt.Errorf("cannot copy the module: %w", err)
+	files, err := patchedFiles(m.file)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the patch makes it
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, "src", filepath.Dir(f)), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "src", f), b, 0o644); err != nil {
+			return "", err
+		}
 	}
 	apply := exec.Command("git", "apply", "--whitespace=nowarn", m.file)
-	apply.Dir = tmp
+	apply.Dir = filepath.Join(tmp, "src")
+	if err := os.MkdirAll(apply.Dir, 0o755); err != nil {
+		return "", err
+	}
 	if out, err := apply.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("the patch does not apply: %s", strings.TrimSpace(string(out)))
+	}
+	overlay := struct{ Replace map[string]string }{map[string]string{}}
+	for _, f := range files {
+		mutated := filepath.Join(tmp, "src", f)
+		if _, err := os.Stat(mutated); err != nil {
+			mutated = "" // the patch deletes it
+		}
+		overlay.Replace[filepath.Join(root, f)] = mutated
+	}
+	ov := filepath.Join(tmp, "overlay.json")
+	b, _ := json.Marshal(overlay)
+	if err := os.WriteFile(ov, b, 0o644); err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	args := append([]string{"test", "-count=1", "-run", m.tests}, m.packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = tmp
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov))
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return "timeout after " + timeout.String(), nil // a hang is noticed too
@@ -249,28 +291,25 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	return "go test (exit status " + fmt.Sprint(cmd.ProcessState.ExitCode()) + ")", nil
 }
 
-// copyModule copies the module's files (not .git) from root to dst.
-func copyModule(root, dst string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() && (d.Name() == ".git" || rel == "internal/mutants/patches") {
-			return filepath.SkipDir
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
+// patchedFiles lists the files a patch changes, makes or deletes, relative
+// to the module root.
+func patchedFiles(patch string) ([]string, error) {
+	b, err := os.ReadFile(patch)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, prefix := range []string{"--- a/", "+++ b/"} {
+			if f, ok := strings.CutPrefix(line, prefix); ok && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
 			}
-			info, _ := d.Info()
-			return os.WriteFile(target, b, info.Mode().Perm())
 		}
-		return nil // symlinks, FIFOs: not part of the module's sources
-	})
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s changes no file", patch)
+	}
+	return files, nil
 }
