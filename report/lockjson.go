@@ -37,6 +37,21 @@ func appendLockJSON(b []byte, j *jsonLock) []byte {
 	o.strOmit("fix", j.Fix)
 	o.strOmit("caveat", j.Caveat)
 	o.strs("notes", j.Notes, true)
+	if len(j.Premises) > 0 {
+		o.key("premises")
+		o.begin('[')
+		for _, p := range j.Premises {
+			o.elem()
+			o.begin('{')
+			o.str("premise", p.Premise)
+			o.str("source", p.Source)
+			o.key("covered")
+			o.b = strconv.AppendBool(o.b, p.Covered)
+			o.strOmit("gap", p.Gap)
+			o.end('}')
+		}
+		o.end(']')
+	}
 	if len(j.Waiters) > 0 {
 		o.key("waiters")
 		o.begin('[')

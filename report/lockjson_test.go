@@ -23,6 +23,8 @@ func fill(rnd *rand.Rand, v reflect.Value, depth int) {
 		v.SetString(jsonStrings[rnd.IntN(len(jsonStrings))])
 	case reflect.Int, reflect.Int64:
 		v.SetInt([]int64{0, 1, -1, 4194304, 1 << 62}[rnd.IntN(5)])
+	case reflect.Bool:
+		v.SetBool(rnd.IntN(2) == 0)
 	case reflect.Uint64:
 		v.SetUint([]uint64{0, 1, 1<<64 - 1}[rnd.IntN(3)])
 	case reflect.Pointer:

@@ -152,12 +152,24 @@ type jsonLock struct {
 	Fix    string   `json:"fix,omitempty"`
 	Caveat string   `json:"caveat,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
+	// Premises are what a gone verdict rests on, each with its source and
+	// whether that source covered the holder from this reader's view (an
+	// unknown one names the premise that was not proved): issue 28.
+	Premises []jsonPremise `json:"premises,omitempty"`
 	// Waiters are the requests the kernel shows blocked behind the lock.
 	Waiters []jsonHolder `json:"waiters,omitempty"`
 	// Set by --fix only.
 	Action       string `json:"action,omitempty"`
 	ActionReason string `json:"action_reason,omitempty"`
 	Conflict     string `json:"conflict,omitempty"`
+}
+
+// jsonPremise is one premise of a gone verdict (verdict.Fact).
+type jsonPremise struct {
+	Premise string `json:"premise"`
+	Source  string `json:"source"`
+	Covered bool   `json:"covered"`
+	Gap     string `json:"gap,omitempty"`
 }
 
 type jsonHolder struct {
@@ -295,6 +307,9 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Fix:        FixCommand(res),
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
+	}
+	for _, f := range res.Facts {
+		j.Premises = append(j.Premises, jsonPremise{Premise: string(f.Premise), Source: f.Source, Covered: f.Covers(), Gap: f.Gap})
 	}
 	if !utf8.ValidString(l.Path) {
 		j.PathShell = ShellQuote(l.Path)
