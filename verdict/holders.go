@@ -186,6 +186,14 @@ func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 	if h.Host == "" && fs.Remote {
 		return out(Foreign, "the record is a bare pid on a network file system (%s), where it may belong to another host: judge it on the host that wrote it", fs.Name)
 	}
+	if fs.Remote && h.BootID == "" && h.Scope == "" {
+		// A host name alone does not place a record on a shared file
+		// system: names are not unique (a container's UTS name,
+		// "localhost", VMs cloned from one snapshot), so a record that
+		// names this host may be another machine's, whose pid names some
+		// unrelated process here. Only a boot id or a scope places it.
+		return out(Foreign, "the record names host %s but no boot, on a network file system (%s) that other machines may share, and a host name is not unique (containers, cloned VMs, localhost): judge it on the machine that wrote it", h.Host, fs.Name)
+	}
 	return jd, false
 }
 
