@@ -122,7 +122,10 @@ type FS struct {
 	Name string
 	// Remote is true for network and user-space file systems (NFS, SMB,
 	// FUSE, ...), where a pid recorded in a file may belong to another host
-	// and renameat2(RENAME_NOREPLACE) may be missing.
+	// and renameat2(RENAME_NOREPLACE) may be missing; for one lockctl does
+	// not know; and, on Linux, for an overlay or eCryptfs not every layer of
+	// which is found here on a local file system (Name then says what it is
+	// on: "overlay on nfs", "overlay on layers not found here").
 	Remote bool
 	// NameMax is the longest file name it takes, in bytes (f_namelen: 255
 	// on most, 143 on eCryptfs).
