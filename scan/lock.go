@@ -63,7 +63,10 @@ type Lock struct {
 	Kind Kind
 	// Info describes the lock entry itself (zero when Kind is KindMissing).
 	Info fsx.Stat
-	// FS is the file system of the directory holding the lock.
+	// FS is the file system the lock is judged by: the directory's, and
+	// where the lock itself or a record of it is on a mount of its own (a
+	// bind mount over its name), that one's when it is remote or cannot
+	// be told. Remote is then true when any of them is.
 	FS     fsx.FS
 	Format Format
 	// Holders are the holder records: the sibling <lock>.holder of

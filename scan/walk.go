@@ -229,11 +229,52 @@ func ReadOne(dir, name string) (*Lock, error) {
 type devIno struct{ dev, ino uint64 }
 
 // dirFS finds the file system of a directory once, and only if a lock in
-// it needs to know.
+// it needs to know; and, for an entry on a mount of its own, that entry's.
 type dirFS struct {
 	dir  fsx.Dir
 	done bool
 	fs   fsx.FS
+	// st is the directory's own Stat, for its mount id (statted once).
+	statted bool
+	st      fsx.Stat
+}
+
+// unknownFS is a file system that could not be told: treated like a
+// network file system, the cautious side.
+var unknownFS = fsx.FS{Name: "unknown", Remote: true}
+
+// entry is f, the file system a lock in the directory is judged by, for
+// its entry name (Stat st) as well: where that entry is on another mount
+// than the directory (a file or directory bound or mounted over the name:
+// a single-file volume of a container, a FUSE file), its own file system
+// is, unless the directory's is remote. A directory on ext4 says nothing
+// of a FUSE file bound into it. An entry on the directory's mount (the
+// mount ids agree, which statx gives with the Stat already taken) costs
+// nothing more.
+func (d *dirFS) entry(f fsx.FS, name string, st fsx.Stat) fsx.FS {
+	if !d.statted {
+		d.statted = true
+		d.st, _ = d.dir.Stat() // a zero Stat matches no mount: the entry is looked at
+	}
+	return ownFS(f, d.dir, d.st, name, st)
+}
+
+// ownFS is the file system a lock judged by f so far is judged by, given
+// its entry name in dir, whose Stat is st: f while the entry is on on's
+// mount (on is the Stat of what holds it) or f is remote already;
+// otherwise the entry's own file system, which is remote if it cannot be
+// told. It keeps f's NameMax: side files are made beside the lock, on the
+// directory's file system.
+func ownFS(f fsx.FS, dir fsx.Dir, on fsx.Stat, name string, st fsx.Stat) fsx.FS {
+	if f.Remote || st.OnMountOf(on) {
+		return f
+	}
+	own, err := dir.FSAt(name)
+	if err != nil {
+		own = unknownFS
+	}
+	own.NameMax = f.NameMax
+	return own
 }
 
 func (d *dirFS) get() fsx.FS {
@@ -243,7 +284,7 @@ func (d *dirFS) get() fsx.FS {
 			d.fs = fs
 		} else {
 			// Unknown: treated like a network file system, the cautious side.
-			d.fs = fsx.FS{Name: "unknown", Remote: true}
+			d.fs = unknownFS
 		}
 	}
 	return d.fs
@@ -327,7 +368,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 				s = fresh[l.Name]
 			}
 			delete(sides, l.Name)
-			if l := w.finish(d, l, w.readDirBeside(d, l, s)); l != nil {
+			if l := w.finish(d, l, w.readDirBeside(d, l, s), dfs); l != nil {
 				w.found(l)
 			}
 		}
@@ -421,6 +462,7 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 		return l
 	}
 	l.Info = st
+	l.FS = dfs.entry(l.FS, name, st)
 	switch {
 	case st.Mode.IsDir():
 		l.Kind = KindDir
@@ -446,16 +488,17 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 	default:
 		l.Kind = KindOther
 	}
-	return w.finish(d, l, sides)
+	return w.finish(d, l, sides, dfs)
 }
 
 // finish reads the side files of the lock l, read from d, and returns it,
 // or nil when it is not to be reported.
-func (w *Walker) finish(d fsx.Dir, l *Lock, sides []side) *Lock {
+func (w *Walker) finish(d fsx.Dir, l *Lock, sides []side, dfs *dirFS) *Lock {
 	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" {
 		return nil // by a producer's name, but not that producer's
 	}
 	w.readSides(d, l, sides)
+	recordsFS(l, dfs)
 	if l.Kind == KindDir && l.Format == FormatEmpty {
 		// An empty lock directory whose record was claimed away: its
 		// format is the claimed record's.
@@ -531,6 +574,13 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist 
 		return sides, false
 	}
 	lockctl := readInside(in, l, ents)
+	// A record inside on a mount of its own (a file bound over holder) is
+	// judged by its own file system too.
+	for _, r := range l.Holders {
+		if base, ok := strings.CutPrefix(r.File, l.Name+"/"); ok && r.Info.Ino != 0 {
+			l.FS = ownFS(l.FS, in, l.Info, base, r.Info)
+		}
+	}
 	switch {
 	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
 		l.Format = FormatLockctl
@@ -704,6 +754,7 @@ func ReadSideDir(d fsx.Dir, name string) (Record, []string) {
 func (w *Walker) orphan(d fsx.Dir, base string, sides []side, dfs *dirFS) *Lock {
 	l := &Lock{Path: d.Join(base), Dir: d.Path(), Name: base, Kind: KindMissing, Format: FormatUnrecognized, FS: dfs.get()}
 	w.readSides(d, l, sides)
+	recordsFS(l, dfs)
 	for _, c := range l.Claims {
 		if c.Record.Holder != nil {
 			l.Format = c.Record.Format()
@@ -711,6 +762,23 @@ func (w *Walker) orphan(d fsx.Dir, base string, sides []side, dfs *dirFS) *Lock 
 		}
 	}
 	return l
+}
+
+// recordsFS judges l by the file system of each record read beside it (a
+// generation A holder, a claimed record) in the directory dfs describes
+// that is on a mount of its own (ownFS).
+func recordsFS(l *Lock, dfs *dirFS) {
+	beside := func(r Record) {
+		if r.Info.Ino != 0 && r.File != l.Name && !strings.Contains(r.File, "/") {
+			l.FS = dfs.entry(l.FS, r.File, r.Info)
+		}
+	}
+	for _, r := range l.Holders {
+		beside(r)
+	}
+	for _, c := range l.Claims {
+		beside(c.Record)
+	}
 }
 
 // Format guesses which layout a parsed side-file record came from.

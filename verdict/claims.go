@@ -357,15 +357,49 @@ func restoreTarget(l *scan.Lock, c scan.Claim) string {
 // file named by a holder's token, that holder) in the pid namespace it is
 // of: the one its name or record gives, this one for a generation B token
 // whose record has this host's scope, or, where nothing says, any.
+//
+// On a network file system the name proves nothing about the machine: a
+// namespace suffix such as .ns4026531836 is the initial pid namespace of
+// every Linux machine. There the pid is asked about here only when the side
+// file's record places it on this machine (sideHere); otherwise it is
+// unknown, never absent.
 func (j *Judge) probeSide(l *scan.Lock, c scan.Claim) Proc {
 	if c.By <= 0 || c.By > j.Host.PidMax {
 		return Proc{State: StateUnknown, Err: errors.New("the file name carries no usable pid")}
 	}
 	ns := c.NS
+	scoped := false
 	if h := c.Record.Holder; ns == "" && !c.Maker && h != nil && h.Scope != "" && h.Scope == j.Host.Scope {
-		ns = j.Host.PidNS
+		ns, scoped = j.Host.PidNS, true
+	}
+	if l.FS.Remote && !scoped {
+		if why := j.sideHere(c); why != "" {
+			return Proc{State: StateUnknown, Err: fmt.Errorf("%s is on a network file system (%s) that other machines may share, and %s: judge it on the machine that made it", quoteName(c.Record.File), l.FS.Name, why)}
+		}
 	}
 	return j.probeIn(c.By, ns, l.FS.Remote)
+}
+
+// sideHere says why side file c, on a network file system, may have been
+// made on another machine, or "" when its record places its pid on this
+// one: it carries this boot's id, read where this reader's boot id is the
+// kernel's (Host.BootIDErr), and names this host, if any. A name, its
+// namespace suffix included, never does.
+func (j *Judge) sideHere(c scan.Claim) string {
+	h := c.Record.Holder
+	switch {
+	case h == nil:
+		return "no record in it says which machine made it"
+	case h.BootID == "":
+		return "its record names no boot"
+	case j.Host.BootIDErr != nil:
+		return fmt.Sprintf("this reader's boot id is not the kernel's word (%v)", j.Host.BootIDErr)
+	case h.BootID != j.Host.BootID:
+		return fmt.Sprintf("its record is of boot %s, not this one", h.BootID)
+	case h.Host != "" && !j.sameHost(h.Host):
+		return fmt.Sprintf("its record names host %s", h.Host)
+	}
+	return ""
 }
 
 func (j *Judge) sideNote(l *scan.Lock, c scan.Claim) string { return sideNoteOf(c, j.probeSide(l, c)) }

@@ -627,10 +627,12 @@ func TestJudgeNetworkFileSystem(t *testing.T) {
 			want: Gone, reason: "pid 4242 is not running", remove: steps(rm(pidPath)),
 		},
 		{
-			// A record naming this host is this host's to judge.
+			// A record naming this host but no boot may be another
+			// machine's of that name (issue 28, review F6): it was
+			// judged here, and read gone, before.
 			name: "pid-kv-naming-this-host-on-nfs",
 			lock: with(pidFile(scan.FormatKeyValue, "pid=4242\nhost=alpha\n", &scan.Holder{Pid: holderPid, PidText: "4242", Host: here}, nil), nfs),
-			want: Gone, reason: "pid 4242 is not running", remove: steps(rm(pidPath)),
+			want: Foreign, reason: "names host alpha but no boot, on a network file system (nfs)", noProbe: true,
 		},
 		{
 			name: "pid-kv-naming-another-host-on-nfs",

@@ -189,6 +189,14 @@ func (j *Judge) placeOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 	if h.Host == "" && fs.Remote {
 		return out(Foreign, "the record is a bare pid on a network file system (%s), where it may belong to another host: judge it on the host that wrote it", fs.Name)
 	}
+	if fs.Remote && h.BootID == "" && h.Scope == "" {
+		// A host name alone does not place a record on a shared file
+		// system: names are not unique (a container's UTS name,
+		// "localhost", VMs cloned from one snapshot), so a record that
+		// names this host may be another machine's, whose pid names some
+		// unrelated process here. Only a boot id or a scope places it.
+		return out(Foreign, "the record names host %s but no boot, on a network file system (%s) that other machines may share, and a host name is not unique (containers, cloned VMs, localhost): judge it on the machine that wrote it", h.Host, fs.Name)
+	}
 	return jd, false
 }
 
@@ -451,10 +459,16 @@ func (j *Judge) noRecord(r Result) Result {
 // number names some other process: it is gone only when its namespace has
 // ended (on a local file system, where the namespace is this machine's),
 // and unknown otherwise. A pid of no stated namespace that is absent here
-// is gone only when no namespace has it.
+// is gone only when no namespace has it; on a network file system (remote)
+// it is unknown, since it may be another machine's.
 func (j *Judge) probeIn(pid int64, ns string, remote bool) Proc {
 	if pid <= 0 || pid > j.Host.PidMax {
 		return Proc{State: StateUnknown, Err: fmt.Errorf("pid %d is out of range (1 to %d)", pid, j.Host.PidMax)}
+	}
+	if ns == "" && remote {
+		// Nothing places the pid on this machine, and on a shared file
+		// system it may be another's.
+		return Proc{State: StateUnknown, Err: errors.New("it is named on a network file system, and nothing says which machine or pid namespace it is of: judge it on the machine that wrote it")}
 	}
 	if ns != "" && ns != j.Host.PidNS {
 		if !remote {

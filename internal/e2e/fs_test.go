@@ -84,6 +84,13 @@ func TestFSOfLocal(t *testing.T) {
 			continue
 		}
 		got := fsOf(t, d)
+		if want == "overlay" && strings.HasPrefix(got.Name, "overlay on ") && got.Remote {
+			// An overlay is local only where its layers are found here,
+			// and local (TestOverlayOnItsLayers); a container's root
+			// overlay, whose layers are the host's paths, is remote.
+			t.Logf("%s is %+v: its layers are not all local here", d, got)
+			continue
+		}
 		if got.Name != want || got.Remote {
 			t.Errorf("FSOf(%s) = %+v, want {Name:%s Remote:false}", d, got, want)
 		}

@@ -55,6 +55,28 @@ type Stat struct {
 	// Btime is the birth time, or the zero time where the file system does
 	// not record one.
 	Btime time.Time
+	// Mount is the id of the mount the entry is on (statx's stx_mnt_id,
+	// the first field of /proc/self/mountinfo), valid only where HasMount
+	// is set (Linux 5.8 and later). MountRoot says the entry is the root
+	// of a mount: a mount point, seen from the directory holding it.
+	Mount     uint64
+	HasMount  bool
+	MountRoot bool
+}
+
+// OnMountOf reports whether s is on the mount of dir, the Stat of the
+// directory holding it, and is not a mount point itself: then it is on
+// dir's file system, and dir's FS describes it. Where either mount id is
+// unknown, st_dev decides; that may say false for one file system (btrfs
+// subvolumes), which only costs a look at the entry's own file system.
+func (s Stat) OnMountOf(dir Stat) bool {
+	if s.MountRoot {
+		return false
+	}
+	if s.HasMount && dir.HasMount {
+		return s.Mount == dir.Mount
+	}
+	return s.Dev == dir.Dev
 }
 
 // SameFile reports whether s and t name the same inode on the same device.
@@ -100,7 +122,10 @@ type FS struct {
 	Name string
 	// Remote is true for network and user-space file systems (NFS, SMB,
 	// FUSE, ...), where a pid recorded in a file may belong to another host
-	// and renameat2(RENAME_NOREPLACE) may be missing.
+	// and renameat2(RENAME_NOREPLACE) may be missing; for one lockctl does
+	// not know; and, on Linux, for an overlay or eCryptfs not every layer of
+	// which is found here on a local file system (Name then says what it is
+	// on: "overlay on nfs", "overlay on layers not found here").
 	Remote bool
 	// NameMax is the longest file name it takes, in bytes (f_namelen: 255
 	// on most, 143 on eCryptfs).
@@ -271,6 +296,12 @@ func (d Dir) List() ([]Entry, error) {
 // Where the platform cannot tell (not Linux, macOS or FreeBSD), it reports
 // "unknown" and remote, the cautious side.
 func (d Dir) FS() (FS, error) { return fsOf(d.fd, d.path) }
+
+// FSAt describes the file system the entry name in d is on, without
+// following a symbolic link at name: for a mount point (a file or a
+// directory bound or mounted over name) that is the mounted file system,
+// not d's. If the entry is replaced meanwhile, it describes the new one.
+func (d Dir) FSAt(name string) (FS, error) { return fsAt(d.fd, d.path, name) }
 
 // Link makes new in to a hard link to old in d without following a symbolic
 // link; it fails with EEXIST if new exists, on every file system.

@@ -10,6 +10,7 @@ package fsx
 import (
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,3 +86,18 @@ func fsOf(fd int, path string) (FS, error) {
 
 // openDirWhole: no openat2(2) here; the walk opens every directory.
 func openDirWhole(path string) (fd int, ok bool) { return -1, false }
+
+func fsAt(dirfd int, dir, name string) (FS, error) {
+	// No O_PATH here: a non-blocking read-only open (which a FIFO or a
+	// device does not wait on) without following a link at name.
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return FS{}, pathErr("open", dir, name, err)
+	}
+	defer closeFd(fd)
+	return fsOf(fd, filepath.Join(dir, name))
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME | unix.STATX_MNT_ID
 
 func fromStatx(x *unix.Statx_t) Stat {
 	s := Stat{
@@ -31,6 +32,10 @@ func fromStatx(x *unix.Statx_t) Stat {
 	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
 		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
 	}
+	if x.Mask&unix.STATX_MNT_ID != 0 {
+		s.Mount, s.HasMount = x.Mnt_id, true
+	}
+	s.MountRoot = x.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && x.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 	return s
 }
 
@@ -168,7 +173,25 @@ var fsTypes = map[uint32]FS{
 	0x564c:     {Name: "ncp", Remote: true},
 }
 
-func fsOf(fd int, path string) (FS, error) {
+func fsAt(dirfd int, dir, name string) (FS, error) {
+	// O_PATH opens any kind of file without reading it, and with
+	// O_NOFOLLOW a symbolic link itself; fstatfs answers on such a
+	// descriptor.
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return FS{}, pathErr("open", dir, name, err)
+	}
+	defer closeFd(fd)
+	return fsOf(fd, filepath.Join(dir, name))
+}
+
+func fsOf(fd int, path string) (FS, error) { return fsOfDepth(fd, path, 0) }
+
+func fsOfDepth(fd int, path string, depth int) (FS, error) {
 	var st unix.Statfs_t
 	if err := retry(func() error { return unix.Fstatfs(fd, &st) }); err != nil {
 		return FS{}, pathErr("statfs", path, "", err)
@@ -182,6 +205,11 @@ func fsOf(fd int, path string) (FS, error) {
 		f = FS{Name: fmt.Sprintf("0x%x", t), Remote: true}
 	}
 	f.NameMax = int(st.Namelen)
+	if stacked[t] {
+		if below := layersLocal(fd, depth); below != "" {
+			f.Name, f.Remote = f.Name+" on "+below, true
+		}
+	}
 	return f, nil
 }
 

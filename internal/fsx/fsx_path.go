@@ -359,6 +359,18 @@ func fsOf(fd int, path string) (FS, error) {
 	return FS{Name: "unknown", Remote: true, NameMax: 255}, nil
 }
 
+// fsAt cannot tell either: "unknown" and remote.
+func fsAt(dirfd int, dir, name string) (FS, error) {
+	p, err := join(dirfd, name)
+	if err != nil {
+		return FS{}, pathErr("statfs", dir, name, err)
+	}
+	if _, err := os.Lstat(p); err != nil {
+		return FS{}, pathErr("statfs", dir, name, underlying(err))
+	}
+	return FS{Name: "unknown", Remote: true, NameMax: 255}, nil
+}
+
 func openFileAt(dirfd int, dir, name string, flag int, mode uint32) (*os.File, error) {
 	base, err := pathOf(dirfd)
 	if err != nil {
