@@ -55,6 +55,10 @@ type Stat struct {
 	// Btime is the birth time, or the zero time where the file system does
 	// not record one.
 	Btime time.Time
+	// MntID is the id of the mount the entry was seen through (statx's
+	// STATX_MNT_ID, as /proc/self/mountinfo numbers mounts), or 0 where the
+	// kernel does not say.
+	MntID uint64
 }
 
 // SameFile reports whether s and t name the same inode on the same device.

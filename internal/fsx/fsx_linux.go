@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME
+// statxMask asks for the mount id too: the kernel has it at hand, and the
+// lock table's coverage of a file is its mount's (kernel.Cover).
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME | unix.STATX_MNT_ID
 
 func fromStatx(x *unix.Statx_t) Stat {
 	s := Stat{
@@ -30,6 +32,9 @@ func fromStatx(x *unix.Statx_t) Stat {
 	}
 	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
 		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
+	}
+	if x.Mask&unix.STATX_MNT_ID != 0 {
+		s.MntID = x.Mnt_id
 	}
 	return s
 }
