@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/scan"
 )
 
 // The kernel's lock table names a file by its file system's superblock
@@ -169,16 +170,19 @@ func TestBtrfsLockTable(t *testing.T) {
 	}
 	sub, top := filepath.Join(mnt, "sub", "app.lock"), filepath.Join(mnt, "top.lock")
 	empty := filepath.Join(mnt, "sub", "e.lock")
+	// A kernel-lock file lockctl made, flocked: free only if no lock on
+	// it is listed, and the timeout names who holds it.
+	klock := filepath.Join(mnt, "sub", "k.lock")
 	for _, l := range []string{sub, top} {
 		if out, code := runAs(t, in("sh", "-c", `"$0" acquire "$1"`, bin, l)); code != 0 {
 			t.Fatalf("the holder could not take %s: exit %d\n%s", l, code, out)
 		}
 	}
-	if out, code := runAs(t, in("sh", "-c", `: > "$0"`, empty)); code != 0 {
-		t.Fatalf("cannot make %s: %s", empty, out)
+	if out, code := runAs(t, in("sh", "-c", `: > "$0" && printf '`+strings.TrimSuffix(scan.KernelRecord, "\n")+`\n' > "$1"`, empty, klock)); code != 0 {
+		t.Fatalf("cannot make %s, %s: %s", empty, klock, out)
 	}
 	var flockers []int
-	for _, l := range []string{sub, top, empty} {
+	for _, l := range []string{sub, top, empty, klock} {
 		p := flockIn(t, ns, l)
 		flockers = append(flockers, p[0], p[1])
 	}
@@ -193,7 +197,7 @@ func TestBtrfsLockTable(t *testing.T) {
 		return false
 	}
 	got := doctorIn(t, ns, bin, "--fix", mnt)
-	for _, l := range []string{sub, top, empty} {
+	for _, l := range []string{sub, top, empty, klock} {
 		g, ok := got[l]
 		switch {
 		case !ok:
@@ -210,6 +214,10 @@ func TestBtrfsLockTable(t *testing.T) {
 		if code != 75 {
 			t.Errorf("acquire --timeout 1s of %s, which a live process flocks: exit %d, want 75\n%s", l, code, out)
 		}
+	}
+	out, code := runAs(t, in(bin, "run", "--kind", "flock", "--timeout", "1s", klock, "--", "true"))
+	if code != 75 || !names(string(out)) {
+		t.Errorf("run --kind flock --timeout 1s of %s, which a live process flocks: exit %d, want 75, naming a flocker %v\n%s", klock, code, flockers, out)
 	}
 }
 
