@@ -226,7 +226,10 @@ func TestBtrfsLockTable(t *testing.T) {
 // under the overlay's. Bare-pid locks of a gone pid, one from the lower
 // layer (tmpfs) and one made in the upper (the test directory's file
 // system), both flocked by a live process: doctor --fix keeps both (it asks
-// each file itself, and its flock is refused).
+// each file itself, and its flock is refused). An owner-less (empty) lock
+// file flocked there is live as well: the index of open files keys each
+// descriptor's file by the device statx gives it, which is what stat of
+// the path gives.
 func TestOverlayLockTable(t *testing.T) {
 	needRootTools(t)
 	_, bin := publicBin(t)
@@ -236,11 +239,11 @@ func TestOverlayLockTable(t *testing.T) {
 		testutil.Mkdir(t, d)
 	}
 	gone := testutil.Gone(t)
-	ns := mountNS(t, fmt.Sprintf("mount -t tmpfs tmpfs %[1]s && echo %[5]d > %[1]s/b.lock && mount -t overlay overlay -o lowerdir=%[1]s,upperdir=%[2]s,workdir=%[3]s %[4]s && echo %[5]d > %[4]s/a.lock", lower, upper, work, mnt, gone))
-	a, b := filepath.Join(mnt, "a.lock"), filepath.Join(mnt, "b.lock")
-	flockers := map[string][2]int{a: flockIn(t, ns, a), b: flockIn(t, ns, b)}
+	ns := mountNS(t, fmt.Sprintf("mount -t tmpfs tmpfs %[1]s && echo %[5]d > %[1]s/b.lock && mount -t overlay overlay -o lowerdir=%[1]s,upperdir=%[2]s,workdir=%[3]s %[4]s && echo %[5]d > %[4]s/a.lock && : > %[4]s/e.lock", lower, upper, work, mnt, gone))
+	a, b, e := filepath.Join(mnt, "a.lock"), filepath.Join(mnt, "b.lock"), filepath.Join(mnt, "e.lock")
+	flockers := map[string][2]int{a: flockIn(t, ns, a), b: flockIn(t, ns, b), e: flockIn(t, ns, e)}
 	got := doctorIn(t, ns, bin, "--fix", mnt)
-	for _, l := range []string{a, b} {
+	for _, l := range []string{a, b, e} {
 		g, ok := got[l]
 		switch {
 		case !ok:
