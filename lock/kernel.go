@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -219,7 +220,13 @@ func kernelHeld(abs string, st fs.FileInfo, err error) error {
 	ev := &kernel.KernelEvidence{}
 	var hs []verdict.KernelHolder
 	if t, ok := any(ev).(verdict.LockTable); ok {
-		hs = t.Locks(dev, ino)
+		// The table lists the file under its mount's device, which on
+		// btrfs is not its st_dev (LockDetail.Cover).
+		key := dev
+		if d, ok := t.(verdict.LockDetail); ok {
+			key = d.Cover(filepath.Dir(abs), filepath.Base(abs), fsx.Stat{Dev: dev, Ino: ino}).Dev
+		}
+		hs = t.Locks(key, ino)
 	}
 	if len(hs) == 0 || hs[0].Pid <= 0 {
 		// The taker has exited (flock(1) in "exec 9>>L; flock 9", or a

@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/lockctl/lockctl/internal/fsx"
+
 // KernelHolder is a process that, by the kernel's own tables, holds a file:
 // by an advisory lock on it, or by having it open.
 type KernelHolder struct {
@@ -43,18 +45,46 @@ type ProcDetail struct {
 }
 
 // LockDetail is a LockTable that also names the requests blocked behind a
-// lock (lslocks' BLOCKER), and says whether its table is the whole
-// machine's: in a child pid namespace the kernel lists only the locks of
-// that namespace's processes, so a lock it does not list may be held.
+// lock (lslocks' BLOCKER), and says how far its table covers a file (Cover).
 type LockDetail interface {
 	Waiters(dev, ino uint64) []KernelHolder
-	WholeTable() bool
+	// Cover says how the table lists the locks on the file name in dir,
+	// which was info when judged (dir may be "" where only info is known).
+	Cover(dir, name string, info fsx.Stat) TableCover
+}
+
+// TableCover is what the kernel's lock table can say of one file.
+//
+// The table is the whole machine's only when read from the initial pid
+// namespace, through a /proc of it that is this process's own, from
+// procfs's own locks file (in a child pid namespace the kernel lists only
+// that namespace's processes' locks; a file mounted over /proc/locks lists
+// what it likes). And it names a file by the device of the file system's
+// superblock, which is not always the file's st_dev: btrfs gives each
+// subvolume a device of its own, and overlayfs gives its layers' files
+// theirs. So a file is covered only where the device its mount shows in
+// mountinfo is its st_dev; on btrfs the table is looked up by the
+// superblock's device instead (Dev), where every lock on the inode is
+// listed, but among other subvolumes' inodes of the same number (Shared).
+type TableCover struct {
+	// Dev is the device the table lists the file's locks under.
+	Dev uint64
+	// Whole says that every lock on the file is listed under Dev and its
+	// inode, so that none listed proves none held.
+	Whole bool
+	// Shared, where not "", says why a lock listed under Dev and the
+	// inode may be another file's: it is taken as the file's (held).
+	Shared string
+	// Doubt, where not "", says why the table does not cover the file
+	// (Whole is false for a reason beyond the table's pid namespace).
+	Doubt string
 }
 
 // FileLockTest asks the kernel about the advisory locks on one file, through
 // a descriptor of its own, which no pid namespace filters: the question the
 // judge asks where the kernel's lock table could not be read, or lists only
-// some namespaces' locks (LockDetail.WholeTable is false).
+// some namespaces' locks, or does not cover the file (TableCover.Whole is
+// false).
 type FileLockTest interface {
 	// FileLocked reports whether some open file description holds an
 	// advisory lock (flock, POSIX or OFD) on the entry name in the
@@ -118,11 +148,13 @@ func (l LocksOnly) Waiters(dev, ino uint64) []KernelHolder {
 	return nil
 }
 
-// WholeTable implements LockDetail: false where the evidence underneath
+// Cover implements LockDetail: not whole where the evidence underneath
 // cannot say.
-func (l LocksOnly) WholeTable() bool {
-	t, ok := l.Evidence.(LockDetail)
-	return ok && t.WholeTable()
+func (l LocksOnly) Cover(dir, name string, info fsx.Stat) TableCover {
+	if t, ok := l.Evidence.(LockDetail); ok {
+		return t.Cover(dir, name, info)
+	}
+	return TableCover{Dev: info.Dev}
 }
 
 // ScopeWitness is Evidence that can also say whether a generation B scope

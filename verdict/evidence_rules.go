@@ -18,21 +18,25 @@ func (j *Judge) kernelHolders(r Result) Result {
 	if j.Evidence == nil || l.Kind == scan.KindMissing {
 		return r
 	}
-	files := []fsx.Stat{l.Info}
+	type file struct {
+		dir, name string // where it is, where known
+		info      fsx.Stat
+	}
+	files := []file{{l.Dir, lockFileName(l), l.Info}}
 	for _, h := range l.Holders {
 		// A lock file is its own record: ask about each inode once.
 		if h.Info.Ino != 0 && !h.Info.SameFile(l.Info) {
-			files = append(files, h.Info)
+			files = append(files, file{info: h.Info})
 		}
 	}
 	var found []KernelHolder
 	complete := true
 	for _, f := range files {
-		hs, c := j.Evidence.Holders(f.Dev, f.Ino)
+		hs, c := j.Evidence.Holders(f.info.Dev, f.info.Ino)
 		if len(hs) == 0 {
 			// Evidence cut down to its lock table (LocksOnly: a waiting
 			// acquirer) still knows the locks held.
-			hs = j.lockHolders(f)
+			hs = j.lockHolders(j.tableCover(f.dir, f.name, f.info).Dev, f.info)
 		}
 		found = append(found, hs...)
 		complete = complete && c
@@ -113,6 +117,7 @@ type advisory struct {
 	none    bool
 	doubt   string
 	source  string // where the answer came from (a Fact's Source)
+	dev     uint64 // the device the lock table lists the file under
 }
 
 // Where an answer about a file's advisory locks came from.
@@ -130,42 +135,65 @@ const partialTable = "the kernel's lock table here lists only this pid namespace
 // advisoryOn is the one place that decides the premise "no process holds
 // an advisory lock on this file", for every verdict that needs it (a gone
 // holder, a claimed record, a kernel-lock file). The kernel's lock table
-// (/proc/locks) proves it only when it is the whole machine's: read through
-// a /proc of the initial pid namespace that is this process's own. One read
-// in a child pid namespace lists only that namespace's locks (and drops
-// those whose taker has exited), and one that could not be read lists
-// nothing: there the one file is asked instead (FileLocks), which no
-// namespace filters, and without an answer the premise is a doubt. A judge
-// given no Evidence at all was asked not to look (a reservation's judge):
-// nothing is found, and nothing doubted. dir and name are where the file
-// is, info what it was when judged.
+// (/proc/locks) proves it only where it covers the file (TableCover): it is
+// the whole machine's (read through a /proc of the initial pid namespace
+// that is this process's own, from procfs's own locks file), and it lists
+// the file under a device that is surely the file's (its st_dev is its
+// mount's, or on btrfs the superblock's, where a lock listed may be another
+// subvolume's inode: held). One read in a child pid namespace lists only
+// that namespace's locks (and drops those whose taker has exited), one that
+// could not be read lists nothing, and one of a file whose st_dev is not
+// its mount's (overlayfs) lists its locks under a device not known here:
+// there the one file is asked instead (FileLocks), which no namespace
+// filters, and without an answer the premise is a doubt. A judge given no
+// Evidence at all was asked not to look (a reservation's judge): nothing is
+// found, and nothing doubted. dir and name are where the file is, info what
+// it was when judged.
 func (j *Judge) advisoryOn(dir, name string, info fsx.Stat) advisory {
-	t, ok := j.Evidence.(LockTable)
-	if !ok {
+	if _, ok := j.Evidence.(LockTable); !ok {
 		// No lock table: nil Evidence (not asked), or a platform without
 		// one (docs/platforms.md).
 		return advisory{none: true, source: fromNothing}
 	}
-	if hs := j.lockHolders(info); len(hs) > 0 {
-		return advisory{holders: hs, text: holdsText(hs[0]), source: fromPartial}
+	c := j.tableCover(dir, name, info)
+	if hs := j.lockHolders(c.Dev, info); len(hs) > 0 {
+		text := holdsText(hs[0])
+		if c.Shared != "" {
+			text += " (" + c.Shared + ")"
+		}
+		return advisory{holders: hs, text: text, source: fromPartial, dev: c.Dev}
 	}
-	if d, ok := t.(LockDetail); ok && d.WholeTable() {
-		return advisory{none: true, source: fromWholeTable}
+	if c.Whole {
+		return advisory{none: true, source: fromWholeTable, dev: c.Dev}
+	}
+	doubt, host := partialTable, ": judge it from the host"
+	if c.Doubt != "" {
+		doubt, host = c.Doubt, ""
 	}
 	if info.Ino == 0 {
-		return advisory{doubt: partialTable + ", and the file's inode is not known, so it cannot be asked itself", source: fromPartial}
+		return advisory{doubt: doubt + ", and the file's inode is not known, so it cannot be asked itself", source: fromPartial, dev: c.Dev}
 	}
 	if j.FileLocks == nil {
-		return advisory{doubt: partialTable + ": judge it from the host", source: fromPartial}
+		return advisory{doubt: doubt + host, source: fromPartial, dev: c.Dev}
 	}
 	held, how, known := j.FileLocks.FileLocked(dir, name, info.Dev, info.Ino)
 	switch {
 	case known && held:
-		return advisory{holders: []KernelHolder{{How: how}}, text: how, source: fromFile}
+		return advisory{holders: []KernelHolder{{How: how}}, text: how, source: fromFile, dev: c.Dev}
 	case known:
-		return advisory{none: true, source: fromFile}
+		return advisory{none: true, source: fromFile, dev: c.Dev}
 	}
-	return advisory{doubt: partialTable + "; " + how, source: fromFile}
+	return advisory{doubt: doubt + "; " + how, source: fromFile, dev: c.Dev}
+}
+
+// tableCover is how the lock table lists the file name in dir (info): as
+// the evidence says (LockDetail), or else under its own device, and never
+// as proof that no lock is held.
+func (j *Judge) tableCover(dir, name string, info fsx.Stat) TableCover {
+	if d, ok := j.Evidence.(LockDetail); ok {
+		return d.Cover(dir, name, info)
+	}
+	return TableCover{Dev: info.Dev}
 }
 
 // lockedBy says how a kernel lock is held on the file name in dir (info),
@@ -179,13 +207,14 @@ func (j *Judge) lockedBy(dir, name string, info fsx.Stat) (by string, held bool,
 }
 
 // lockHolders are the advisory locks the kernel's lock table shows on the
-// file info describes, each with its holder where one can be named.
-func (j *Judge) lockHolders(info fsx.Stat) []KernelHolder {
+// file info describes, listed under the device dev (its TableCover's),
+// each with its holder where one can be named.
+func (j *Judge) lockHolders(dev uint64, info fsx.Stat) []KernelHolder {
 	t, ok := j.Evidence.(LockTable)
 	if !ok || info.Ino == 0 {
 		return nil
 	}
-	hs := t.Locks(info.Dev, info.Ino)
+	hs := t.Locks(dev, info.Ino)
 	if len(hs) > 0 && hs[0].Pid == 0 {
 		// Its taker has exited: name who has it open, which costs a scan of
 		// every process's files, asked only in this rare case.
@@ -224,7 +253,7 @@ func (j *Judge) kernelLock(r Result) Result {
 		r = r.set(judged{v: Live, reason: what + ": " + a.text})
 		r.Kernel = a.holders
 		if d, ok := j.Evidence.(LockDetail); ok {
-			r.Waiters = d.Waiters(l.Info.Dev, l.Info.Ino)
+			r.Waiters = d.Waiters(a.dev, l.Info.Ino)
 		}
 		return r
 	case !a.none:

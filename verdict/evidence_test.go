@@ -53,7 +53,9 @@ func (f *fakeEvidence) GitWorkers(dev, ino uint64) ([]KernelHolder, bool) {
 func (f *fakeEvidence) ShmInUse(key, id uint64) (bool, bool) { return f.shmUsed, f.shmKnow }
 
 func (f *fakeEvidence) Waiters(dev, ino uint64) []KernelHolder { return f.waiting[[2]uint64{dev, ino}] }
-func (f *fakeEvidence) WholeTable() bool                       { return f.whole }
+func (f *fakeEvidence) Cover(dir, name string, info fsx.Stat) TableCover {
+	return TableCover{Dev: info.Dev, Whole: f.whole}
+}
 
 // Locks implements LockTable: the held entries that are locks, not opens.
 func (f *fakeEvidence) Locks(dev, ino uint64) []KernelHolder {

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// statxMask asks for the mount id too: the kernel has it at hand, and the
+// lock table's coverage of a file is its mount's (kernel.Cover).
 const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME | unix.STATX_MNT_ID
 
 func fromStatx(x *unix.Statx_t) Stat {

@@ -54,27 +54,42 @@ func readBootID(p string) (id string, trust error) {
 
 // bootIDTrust is readBootID's check of the descriptor fd, opened at p.
 func bootIDTrust(fd int, p string) error {
+	_, err := procFileTrust(fd, p, bootIDInProc, "the kernel's boot id", nil)
+	return err
+}
+
+// procFileTrust checks that the descriptor fd, opened at p, is procfs's
+// file inProc (its path inside procfs) and not something mounted over p or
+// over a directory above it: the file is on procfs (fstatfs), and its mount
+// (by the descriptor's mount id) is, by /proc/self/mountinfo, a procfs
+// mount whose root plus the path below its mount point is inProc. what
+// names the file for the error; the mount found is returned. mountinfo is
+// /proc/self/mountinfo where the caller has read it already, nil to read it
+// here.
+func procFileTrust(fd int, p, inProc, what string, mountinfo []byte) (mountEntry, error) {
 	var sfs unix.Statfs_t
 	if err := retry(func() error { return unix.Fstatfs(fd, &sfs) }); err != nil {
-		return fmt.Errorf("cannot tell which file system %s is on (%v)", p, err)
+		return mountEntry{}, fmt.Errorf("cannot tell which file system %s is on (%v)", p, err)
 	}
 	if sfs.Type != unix.PROC_SUPER_MAGIC {
-		return fmt.Errorf("%s is not on procfs (file system type %#x): something is mounted over it, so it is not the kernel's boot id", p, sfs.Type)
+		return mountEntry{}, fmt.Errorf("%s is not on procfs (file system type %#x): something is mounted over it, so it is not %s", p, sfs.Type, what)
 	}
 	id, err := fdMountID(fd)
 	if err != nil {
-		return fmt.Errorf("cannot tell which mount %s was read through (%v), so whether it is the kernel's boot id cannot be told", p, err)
+		return mountEntry{}, fmt.Errorf("cannot tell which mount %s was read through (%v), so whether it is %s cannot be told", p, err, what)
 	}
-	b, err := readFile("/proc/self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("cannot read /proc/self/mountinfo (%v), so whether %s is the kernel's boot id cannot be told", errors.Unwrap(err), p)
+	b := mountinfo
+	if b == nil {
+		if b, err = readFile("/proc/self/mountinfo"); err != nil {
+			return mountEntry{}, fmt.Errorf("cannot read /proc/self/mountinfo (%v), so whether %s is %s cannot be told", errors.Unwrap(err), p, what)
+		}
 	}
 	m, ok := mountByID(string(b), id)
 	if !ok {
-		return fmt.Errorf("the mount %s was read through (id %d) is not in /proc/self/mountinfo, so whether it is the kernel's boot id cannot be told", p, id)
+		return mountEntry{}, fmt.Errorf("the mount %s was read through (id %d) is not in /proc/self/mountinfo, so whether it is %s cannot be told", p, id, what)
 	}
 	if m.fstype != "proc" {
-		return fmt.Errorf("%s is read through a %s mount on %s, not procfs: it is not the kernel's boot id", p, m.fstype, m.point)
+		return m, fmt.Errorf("%s is read through a %s mount on %s, not procfs: it is not %s", p, m.fstype, m.point, what)
 	}
 	var below string
 	switch {
@@ -85,12 +100,12 @@ func bootIDTrust(fd int, p string) error {
 	case strings.HasPrefix(p, m.point+"/"):
 		below = p[len(m.point):]
 	default:
-		return fmt.Errorf("%s was read through the procfs mount on %s, which is not above it, so whether it is the kernel's boot id cannot be told", p, m.point)
+		return m, fmt.Errorf("%s was read through the procfs mount on %s, which is not above it, so whether it is %s cannot be told", p, m.point, what)
 	}
-	if got := path.Join(m.root, below); got != bootIDInProc {
-		return fmt.Errorf("%s is procfs's %s, mounted over it on %s: not the kernel's boot id", p, got, m.point)
+	if got := path.Join(m.root, below); got != inProc {
+		return m, fmt.Errorf("%s is procfs's %s, mounted over it on %s: not %s", p, got, m.point, what)
 	}
-	return nil
+	return m, nil
 }
 
 // fdMountID is the mount id of the file open at fd: statx's, or where the
@@ -122,9 +137,11 @@ func fdinfoMountID(fd int) (uint64, error) {
 }
 
 // mountEntry is one line of a mountinfo: the root of the mount within its
-// file system, where it is mounted, and the file system's type.
+// file system, where it is mounted, the file system's type, and the device
+// of its superblock (the third field, which /proc/locks names files by).
 type mountEntry struct {
 	root, point, fstype string
+	dev                 uint64
 }
 
 // mountByID finds the mount whose id is id in mountinfo.
@@ -139,7 +156,15 @@ func mountByID(mountinfo string, id uint64) (mountEntry, bool) {
 		if n, err := strconv.ParseUint(f[0], 10, 64); err != nil || n != id {
 			continue
 		}
-		return mountEntry{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0]}, true
+		m := mountEntry{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0]}
+		if maj, min, ok := strings.Cut(f[2], ":"); ok {
+			a, err1 := strconv.ParseUint(maj, 10, 32)
+			b, err2 := strconv.ParseUint(min, 10, 32)
+			if err1 == nil && err2 == nil {
+				m.dev = unix.Mkdev(uint32(a), uint32(b))
+			}
+		}
+		return m, true
 	}
 	return mountEntry{}, false
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
+	"golang.org/x/sys/unix"
 )
 
 // bootIDViewEnv makes TestBootIDView print what LocalHost says of the boot
@@ -149,9 +150,9 @@ func TestMountByID(t *testing.T) {
 		want mountEntry
 		ok   bool
 	}{
-		{22, mountEntry{"/", "/proc", "proc"}, true},
-		{97, mountEntry{"/sys/kernel/random/uuid", "/proc/sys/kernel/random/boot_id", "proc"}, true},
-		{98, mountEntry{"/home/a b", "/mnt/a b", "ext4"}, true},
+		{22, mountEntry{"/", "/proc", "proc", unix.Mkdev(0, 21)}, true},
+		{97, mountEntry{"/sys/kernel/random/uuid", "/proc/sys/kernel/random/boot_id", "proc", unix.Mkdev(0, 5)}, true},
+		{98, mountEntry{"/home/a b", "/mnt/a b", "ext4", unix.Mkdev(8, 1)}, true},
 		{99, mountEntry{}, false},
 	} {
 		if got, ok := mountByID(mi, tc.id); got != tc.want || ok != tc.ok {

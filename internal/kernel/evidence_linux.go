@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )
@@ -168,10 +169,16 @@ type procLock struct {
 // and the requests blocked behind them. ok is false when it could not be
 // read; whole, when it is every process's on this machine: read from the
 // initial pid namespace through a /proc of it (in a child namespace the
-// kernel lists only the locks of that namespace's processes).
+// kernel lists only the locks of that namespace's processes), from
+// procfs's own locks file of that /proc (not a file mounted over it).
+// doubt says why a table read is not whole, where that is not its pid
+// namespace's; mountinfo is /proc/self/mountinfo read with it, which says
+// under which device the table lists each mount's files (cover).
 type lockTable struct {
 	held, waiting map[devIno][]procLock
 	ok, whole     bool
+	doubt         string
+	mountinfo     string
 }
 
 // Holders implements Evidence.
@@ -347,7 +354,7 @@ func readLockTable() lockTable {
 	if procOurs() != nil {
 		return t
 	}
-	f, err := os.Open("/proc/locks")
+	f, err := os.Open(locksPath)
 	if err != nil {
 		return t
 	}
@@ -371,7 +378,60 @@ func readLockTable() lockTable {
 	// that is the initial one.
 	ns, err := os.Readlink("/proc/self/ns/pid")
 	t.whole = err == nil && ns == initialPidNS
+	if !t.whole {
+		return t
+	}
+	// And only when the file read is that /proc's locks, not a file
+	// mounted over /proc/locks (an empty one, or a child namespace's
+	// procfs's locks, which lists only that namespace's).
+	mi, err := readFile("/proc/self/mountinfo")
+	if err != nil {
+		t.whole = false
+		t.doubt = fmt.Sprintf("whether /proc/locks is the kernel's lock table cannot be told (%v), so a lock it does not list may be held", errors.Unwrap(err))
+		return t
+	}
+	t.mountinfo = string(mi)
+	if err := locksTrust(f, mi); err != nil {
+		t.whole = false
+		t.doubt = fmt.Sprintf("the lock table read here is not the kernel's whole one (%v), so a lock it does not list may be held", err)
+	}
 	return t
+}
+
+// locksPath is the kernel's lock table.
+const locksPath = "/proc/locks"
+
+// locksTrust says why the file f, opened at /proc/locks, is not the lock
+// table of the /proc that procOurs checked, or nil when it is: it is on
+// procfs, read through the procfs mount on /proc whose root is procfs's
+// root (procFileTrust, as for the boot id), and that procfs is the one
+// /proc/self is on (the same device).
+func locksTrust(f *os.File, mountinfo []byte) error {
+	var m mountEntry
+	var err error
+	var st unix.Stat_t
+	werr := fsx.WithFd(f, func(fd int) error {
+		if m, err = procFileTrust(fd, locksPath, "/locks", "the kernel's lock table", mountinfo); err != nil {
+			return nil
+		}
+		return unix.Fstat(fd, &st)
+	})
+	switch {
+	case err != nil:
+		return err
+	case werr != nil:
+		return fmt.Errorf("cannot stat %s: %v", locksPath, werr)
+	case m.root != "/" || m.point != "/proc":
+		return fmt.Errorf("%s is procfs's %s, mounted on %s, not read through the /proc mount itself", locksPath, m.root, m.point)
+	}
+	var self unix.Stat_t
+	if err := unix.Lstat("/proc/self", &self); err != nil {
+		return fmt.Errorf("cannot stat /proc/self: %v", err)
+	}
+	if self.Dev != st.Dev || m.dev != st.Dev {
+		return fmt.Errorf("%s is another procfs's than the one /proc/self is on", locksPath)
+	}
+	return nil
 }
 
 // Locks implements LockTable from /proc/locks alone, read once (or on each
@@ -387,15 +447,76 @@ func (k *KernelEvidence) Waiters(dev, ino uint64) []verdict.KernelHolder {
 	return k.named(k.lockTable().waiting[devIno{dev, ino}])
 }
 
-// WholeTable implements verdict.LockDetail: true only for a table read
-// through a /proc of the initial pid namespace that is this process's own.
-// Anything else (a child namespace's table, which lists only its own
-// processes' locks and drops those whose taker has exited, or a table that
-// could not be read) is partial, and verdict then asks the file itself
-// (FileLocks).
-func (k *KernelEvidence) WholeTable() bool {
-	t := k.lockTable()
-	return t.ok && t.whole
+// Cover implements verdict.LockDetail: the table covers a file only when
+// it was read through a /proc of the initial pid namespace that is this
+// process's own, from that procfs's own locks file, and lists the file
+// under a device known to be its: the device of its mount, by
+// /proc/self/mountinfo (the superblock's, which the kernel names files by
+// in /proc/locks), is the file's st_dev; or, on btrfs, whose subvolumes
+// each report a device of their own, that device instead, where every lock
+// on the inode is listed, among any of other subvolumes' inodes of the
+// same number (Shared: a lock listed is taken as held). Anything else (a
+// child namespace's table, which lists only its own processes' locks and
+// drops those whose taker has exited, a table that could not be read, one
+// that is not procfs's, a file on overlayfs whose st_dev is its layer's,
+// or one whose mount cannot be found) is partial, and verdict then asks
+// the file itself (FileLocks). dir and name, where not "", find the file's
+// mount when info does not say it.
+func (k *KernelEvidence) Cover(dir, name string, info fsx.Stat) verdict.TableCover {
+	return k.lockTable().cover(dir, name, info)
+}
+
+func (t lockTable) cover(dir, name string, info fsx.Stat) verdict.TableCover {
+	c := verdict.TableCover{Dev: info.Dev}
+	if !t.ok || !t.whole {
+		c.Doubt = t.doubt
+		return c
+	}
+	var id uint64
+	if info.HasMount {
+		id = info.Mount
+	}
+	if id == 0 && dir != "" {
+		id = mountOf(dir, name, info)
+	}
+	devText := fmt.Sprintf("%d:%d", unix.Major(info.Dev), unix.Minor(info.Dev))
+	if id == 0 {
+		c.Doubt = fmt.Sprintf("which mount the file is on could not be told, so whether the kernel's lock table lists it under its device (%s) cannot be told, and a lock it does not list may be held", devText)
+		return c
+	}
+	m, ok := mountByID(t.mountinfo, id)
+	switch {
+	case !ok:
+		c.Doubt = fmt.Sprintf("the mount the file is on (id %d) is not in /proc/self/mountinfo, so whether the kernel's lock table lists it under its device (%s) cannot be told, and a lock it does not list may be held", id, devText)
+		return c
+	case m.dev == info.Dev:
+	case m.fstype == "btrfs":
+		c.Dev = m.dev
+	default:
+		c.Doubt = fmt.Sprintf("the kernel's lock table names a file by its file system's device (%d:%d, the %s mount on %s), and this file reports another (%s, as overlayfs gives its layers' files), so a lock on it may be listed under a device not known here", unix.Major(m.dev), unix.Minor(m.dev), m.fstype, m.point, devText)
+		return c
+	}
+	c.Whole = true
+	if m.fstype == "btrfs" {
+		c.Shared = "on btrfs the kernel's lock table lists the inodes of every subvolume under one device, so this may be another subvolume's file with the same inode number: taken as held"
+	}
+	return c
+}
+
+// mountOf is the id of the mount the file name in dir is on, if it is
+// still the file info describes (0 where that cannot be told). It never
+// follows a symbolic link.
+func mountOf(dir, name string, info fsx.Stat) uint64 {
+	d, err := fsx.OpenDir(dir)
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	st, err := d.Lstat(name)
+	if err != nil || !st.SameFile(info) || !st.HasMount {
+		return 0
+	}
+	return st.Mount
 }
 
 func (k *KernelEvidence) lockTable() lockTable {
