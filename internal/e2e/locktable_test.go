@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/scan"
 	"golang.org/x/sys/unix"
 )
 
@@ -300,11 +301,14 @@ func TestUnreadLockTable(t *testing.T) {
 	_, bin := publicBin(t)
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	dir := t.TempDir()
+	// A kernel-lock file (lockctl's record: held only by a kernel lock),
+	// which the host flocks: free only by a lock table that covers it.
+	// (Once this was a lockctl record of another boot, gone by its boot id
+	// whatever pid space the reader saw; a reader with another
+	// namespace's /proc cannot read its own pid namespace, and now never
+	// takes a boot-id mismatch for gone there.)
 	l := filepath.Join(dir, "x.lock")
-	testutil.Mkdir(t, l)
-	// Another boot's record: gone by its boot id, whatever pid space the
-	// reader sees.
-	testutil.WriteFile(t, filepath.Join(l, "holder"), testutil.RecLockctl(4321, 5, "11111111-2222-3333-4444-555555555555", "pid:[4026531836]", "vm"))
+	testutil.WriteFile(t, l, []byte(scan.KernelRecord))
 	testutil.StartHolder(t, "flock", l)
 	var st unix.Stat_t
 	if err := unix.Stat(l, &st); err != nil {
