@@ -198,55 +198,5 @@ func unescapeMount(s string) string {
 // such file (a jail without /proc) gives fs.ErrNotExist: a writer there
 // reads no boot id, and writes no scope.
 func bootIDIn(pid string, boots map[rootKey]string) (string, error) {
-	rfd, err := unix.Open("/proc/"+pid+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(rfd)
-	var stx unix.Statx_t
-	if err := unix.Statx(rfd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_MNT_ID, &stx); err != nil {
-		return "", err
-	}
-	root := rootKey{stx.Mnt_id, unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}
-	if stx.Mask&unix.STATX_MNT_ID == 0 {
-		root = rootKey{} // no mount id: read every time
-	}
-	if id, ok := boots[root]; ok && root != (rootKey{}) {
-		if id == "" {
-			return "", fs.ErrNotExist
-		}
-		return id, nil
-	}
-	fd, err := unix.Openat2(rfd, strings.TrimPrefix(bootIDPath, "/"), &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err == unix.ENOENT || err == unix.ENOTDIR {
-		remember(boots, root, "")
-		return "", fs.ErrNotExist
-	}
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "", err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return "", fmt.Errorf("/proc/%s/root%s is not a regular file", pid, bootIDPath)
-	}
-	buf := make([]byte, 64)
-	n, err := retryFd(func() (int, error) { return unix.Read(fd, buf) })
-	if err != nil {
-		return "", err
-	}
-	line, _, _ := strings.Cut(string(buf[:n]), "\n")
-	id := strings.TrimSpace(line)
-	if id == "" {
-		remember(boots, root, "")
-		return "", fs.ErrNotExist
-	}
-	remember(boots, root, id)
-	return id, nil
+	return firstLineIn(pid, strings.TrimPrefix(bootIDPath, "/"), boots)
 }

@@ -784,6 +784,14 @@ type rootKey struct {
 // /etc/machine-id in one is seen there) and its directory (a chroot); where
 // the kernel gives no mount id, nothing is remembered.
 func machineIDIn(pid string, ids map[rootKey]string) (string, error) {
+	return firstLineIn(pid, "etc/machine-id", ids)
+}
+
+// firstLineIn reads the first line of the file rel under the root of
+// process pid, as that process would (machineIDIn's rules), remembering it
+// in cache by root. A file that is not there, or is empty, gives
+// fs.ErrNotExist; one that is not a regular file, an error.
+func firstLineIn(pid, rel string, cache map[rootKey]string) (string, error) {
 	rfd, err := unix.Open("/proc/"+pid+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
@@ -797,18 +805,18 @@ func machineIDIn(pid string, ids map[rootKey]string) (string, error) {
 	if stx.Mask&unix.STATX_MNT_ID == 0 {
 		root = rootKey{} // no mount id: read every time
 	}
-	if id, ok := ids[root]; ok && root != (rootKey{}) {
-		if id == "" {
+	if line, ok := cache[root]; ok && root != (rootKey{}) {
+		if line == "" {
 			return "", fs.ErrNotExist
 		}
-		return id, nil
+		return line, nil
 	}
-	fd, err := unix.Openat2(rfd, "etc/machine-id", &unix.OpenHow{
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
-	if err == unix.ENOENT {
-		remember(ids, root, "")
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		remember(cache, root, "")
 		return "", fs.ErrNotExist
 	}
 	if err != nil {
@@ -820,21 +828,20 @@ func machineIDIn(pid string, ids map[rootKey]string) (string, error) {
 		return "", err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return "", fmt.Errorf("/proc/%s/root/etc/machine-id is not a regular file", pid)
+		return "", fmt.Errorf("/proc/%s/root/%s is not a regular file", pid, rel)
 	}
 	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
+	n, err := retryFd(func() (int, error) { return unix.Read(fd, buf) })
 	if err != nil {
 		return "", err
 	}
 	line, _, _ := strings.Cut(string(buf[:n]), "\n")
-	id := strings.TrimSpace(line)
-	if id == "" {
-		remember(ids, root, "")
-		return "", fs.ErrNotExist // an empty machine id: no scope from there
+	if line = strings.TrimSpace(line); line == "" {
+		remember(cache, root, "")
+		return "", fs.ErrNotExist // empty: nothing from there (no scope)
 	}
-	remember(ids, root, id)
-	return id, nil
+	remember(cache, root, line)
+	return line, nil
 }
 
 func remember(ids map[rootKey]string, root rootKey, id string) {
