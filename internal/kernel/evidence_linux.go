@@ -20,8 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelEvidence reads /proc/locks and every process's /proc/<pid>/fd, once,
-// the first time it is asked. It never forks (no lsof, no fuser).
+// KernelEvidence reads /proc/locks and every descriptor table of every
+// process (/proc/<pid>/fd, and /proc/<pid>/task/<tid>/fd for a thread with
+// a table of its own), once, the first time it is asked. It never forks (no
+// lsof, no fuser).
 type KernelEvidence struct {
 	// Probe checks that a pid named in /proc/locks is still running (a
 	// flock outlives the process that took it when a child inherited the
@@ -420,102 +422,181 @@ func (k *KernelEvidence) named(ls []procLock) []verdict.KernelHolder {
 // initialPidNS is the initial pid namespace (PROC_PID_INIT_INO).
 const initialPidNS = "pid:[4026531836]"
 
-// scanFds indexes the files pid has open. It returns false when they
-// could not be seen (not for a process that has simply exited).
+// scanFds indexes the files pid has open, in every descriptor table of its
+// threads: a thread may have a table of its own (clone without CLONE_FILES,
+// unshare(CLONE_FILES)), which /proc/<pid>/fd, the leader's, does not show.
+// It returns false when they could not all be seen (not for a process that
+// has simply exited). Threads come and go while that is done: a look that
+// lost a thread before it could tell its table is taken again, a few times,
+// before the process is called unseen.
 func (k *fdScan) scanFds(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	f, err := openProcDir(dir)
-	if err != nil {
-		// Exited (or exiting) while being read: it holds nothing. Any
-		// other refusal leaves it unseen.
-		return os.IsNotExist(err) || exited(pid)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid)
-	}
-	if len(names) == 0 {
-		// A process whose main thread has exited shows no files here,
-		// while its other threads, which share its files, hold them open.
-		return k.scanLeaderless(pid)
-	}
-	// A descriptor that could not be followed (EACCES: a process more
-	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
-	// lock, so the look is incomplete, unless the process has exited.
-	if _, unseen := k.index(pid, f, names); unseen > 0 {
-		return exited(pid)
-	}
-	return true
-}
-
-// scanLeaderless looks at a process that showed no open files. If its
-// leader is alive, it has none. If its leader has exited but not the
-// process, its threads' files are read instead; threads come and go while
-// that is done, so it counts only when one thread's files were read in
-// full, and is tried a few times (the process may also be exiting) before
-// the look is called incomplete. It returns false when the files could not
-// be seen.
-func (k *fdScan) scanLeaderless(pid int) bool {
 	for attempt := 0; ; attempt++ {
-		b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
-		}
-		state, _, _, err := ParseStat(b)
-		switch {
-		case err != nil:
-			return false
-		case state != 'Z' && state != 'X' && state != 'x':
-			return true // a live leader with nothing open
-		case statExited(b, state):
-			return true // exited: it holds nothing
-		}
-		ok, seen := k.scanTaskFds(pid)
-		if !ok {
-			return false
-		}
-		if seen || attempt == 4 {
+		seen, again := k.scanTables(pid)
+		if !again {
 			return seen
+		}
+		if attempt == 4 {
+			return exited(pid)
 		}
 		time.Sleep(time.Millisecond << attempt)
 	}
 }
 
-// scanTaskFds indexes the files pid's threads have open, through
-// /proc/<pid>/task/<tid>/fd. seen says whether some thread's were read in
-// full; ok is false when something could not be read.
-func (k *fdScan) scanTaskFds(pid int) (ok, seen bool) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tids, err := os.ReadDir(dir)
+// scanTables is one attempt of scanFds: the leader's table, then that of
+// each other thread that does not share a table already read. again is
+// true when a thread went before its table could be told, or when no table
+// could be read (the leader has exited, and so had every thread looked at).
+func (k *fdScan) scanTables(pid int) (seen, again bool) {
+	p := strconv.Itoa(pid)
+	f, err := openProcDir("/proc/" + p + "/fd")
 	if err != nil {
-		return os.IsNotExist(err), false
+		// Exited (or exiting) while being read: it holds nothing. Any
+		// other refusal leaves it unseen.
+		return os.IsNotExist(err) || exited(pid), false
 	}
-	for _, t := range tids {
-		if t.Name() == strconv.Itoa(pid) {
-			continue
-		}
-		f, err := openProcDir(dir + "/" + t.Name() + "/fd")
-		if err != nil {
-			if !os.IsNotExist(err) {
-				return false, seen
-			}
-			continue
-		}
-		names, err := f.Readdirnames(-1)
-		if err == nil {
-			// A read counts only when every descriptor listed could be
-			// followed: a thread that exits mid-read loses its files.
-			if got, _ := k.index(pid, f, names); got > 0 && got == len(names) {
-				seen = true
-			}
-		}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
 		f.Close()
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
-			return false, seen
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
+	}
+	// A descriptor that could not be followed (EACCES: a process more
+	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
+	// lock, so the look is incomplete, unless the process has exited.
+	_, unseen := k.index(pid, f, names)
+	f.Close()
+	if unseen > 0 {
+		return exited(pid), false
+	}
+	// read: the threads whose tables were read in full. The leader's is,
+	// unless the leader has exited: its table then shows nothing, while
+	// its other threads, which may share it, hold their files open.
+	b, err := readFile("/proc/" + p + "/stat")
+	if err != nil {
+		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
+	}
+	state, _, _, err := ParseStat(b)
+	switch {
+	case err != nil:
+		return false, false
+	case statExited(b, state):
+		return true, false // exited: it holds nothing
+	}
+	var read []int
+	if len(names) > 0 || state != 'Z' && state != 'X' && state != 'x' {
+		read = append(read, pid)
+		// A single thread (field 20, num_threads): the leader's table,
+		// read above, is its only one. (A thread started since opened
+		// its files after this look began, as a process started since
+		// would have.)
+		if n, ok := statField(b, 20); ok && n == "1" {
+			return true, false
 		}
 	}
-	return true, seen
+	// Every other thread: one that shares a table read (kcmp says so) is
+	// seen; any other's table is read.
+	t, err := openProcDir("/proc/" + p + "/task")
+	if err != nil {
+		return os.IsNotExist(err) || exited(pid), false
+	}
+	tids, err := t.Readdirnames(-1)
+	t.Close()
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
+	}
+	lost := false
+	for _, name := range tids {
+		tid, err := strconv.Atoi(name)
+		if err != nil || tid == pid {
+			continue
+		}
+		shares, err := sharesTable(tid, read)
+		switch {
+		case err != nil:
+			// Not allowed to compare (ptrace access: a more privileged
+			// process): its table is unseen.
+			return exited(pid), false
+		case shares:
+			continue
+		}
+		switch got, ok := k.scanThread(pid, p, name); {
+		case !ok:
+			return exited(pid), false
+		case got:
+			read = append(read, tid)
+		default:
+			lost = true
+		}
+	}
+	if lost || len(read) == 0 {
+		return false, true
+	}
+	return true, false
+}
+
+// sharesTable reports whether thread tid has the descriptor table of one
+// of the threads read, by kcmp(KCMP_FILES). A thread that has exited shares
+// nothing; a kernel without kcmp (ENOSYS) says nothing, so every table is
+// read. err is a refusal to compare.
+func sharesTable(tid int, read []int) (bool, error) {
+	for _, r := range read {
+		same, err := sameFiles(r, tid)
+		switch {
+		case err == nil && same:
+			return true, nil
+		case err == nil || err == unix.ESRCH:
+			// Another table, or one of the two has exited: if tid has,
+			// reading its table says so.
+		case err == unix.ENOSYS:
+			return false, nil
+		default:
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// kcmpFiles is KCMP_FILES (linux/kcmp.h).
+const kcmpFiles = 2
+
+// sameFiles reports whether tasks a and b share one descriptor table.
+func sameFiles(a, b int) (bool, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFiles, 0, 0, 0)
+		switch e {
+		case 0:
+			return r == 0, nil
+		case unix.EINTR:
+			continue
+		}
+		return false, e
+	}
+}
+
+// scanThread indexes the files in the descriptor table of thread tid
+// (named name) of pid (named p), through /proc/<pid>/task/<tid>/fd. read
+// says whether its table was read in full, or the thread is still there
+// after it was read (a descriptor it closed meanwhile is no loss); ok is
+// false when the table could not be read.
+func (k *fdScan) scanThread(pid int, p, name string) (read, ok bool) {
+	dir := "/proc/" + p + "/task/" + name
+	f, err := openProcDir(dir + "/fd")
+	if err != nil {
+		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return false, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
+	}
+	got, unseen := k.index(pid, f, names)
+	if unseen > 0 {
+		return false, false
+	}
+	if got == len(names) {
+		return true, true
+	}
+	_, err = os.Lstat(dir)
+	return err == nil, true
 }
 
 // index records pid as holding each file open in the fd directory f, whose
