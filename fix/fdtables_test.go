@@ -52,3 +52,27 @@ func TestLegacyThreadHeldIsNotSwept(t *testing.T) {
 		testutil.SameTree(t, reg, before)
 	})
 }
+
+// TestLegacyOpenedAfterAnEarlierSweep: the fixer's kernel evidence was
+// already gathered (for an earlier lock of the same run) when a new process
+// opens the next lock, after its claim: the second judgement looks at the
+// open files afresh, so it is seen, and the lock goes back.
+func TestLegacyOpenedAfterAnEarlierSweep(t *testing.T) {
+	reg := tempDir(t)
+	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
+	testutil.Mkdir(t, first)
+	testutil.WriteFile(t, second, nil)
+	age(t, first)
+	age(t, second)
+	r2 := judgeEv(t, reg, second, verdict.Ownerless)
+	f := earlierSweep(t, reg, first)
+	before := testutil.Snapshot(t, reg)
+	var pid int
+	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { pid = testutil.StartHolder(t, "open", claimOf(t, second)).Pid })
+	o := f.Fix(r2)
+	wantOutcome(t, second, o, fix.Kept, "judged again, it is live")
+	if !strings.Contains(o.Reason, "by pid "+strconv.Itoa(pid)) {
+		t.Errorf("Fix(%s).Reason = %q, want it to name pid %d", second, o.Reason, pid)
+	}
+	testutil.SameTree(t, reg, before)
+}

@@ -22,24 +22,23 @@ import (
 
 // KernelEvidence reads /proc/locks and every descriptor table of every
 // process (/proc/<pid>/fd, and /proc/<pid>/task/<tid>/fd for a thread with
-// a table of its own), once, the first time it is asked. It never forks (no
-// lsof, no fuser).
+// a table of its own), once, the first time it is asked (with Fresh, on
+// every question). It never forks (no lsof, no fuser).
 type KernelEvidence struct {
 	// Probe checks that a pid named in /proc/locks is still running (a
 	// flock outlives the process that took it when a child inherited the
 	// descriptor). Nil means KernelProbe.
 	Probe verdict.Probe
 
-	// Fresh re-reads /proc/locks on every question (cheap), while the index
-	// of open files is still built once: for re-judging a claimed lock
-	// just before it is removed.
+	// Fresh re-reads /proc/locks, and looks at every process's open files
+	// again, on every question: for re-judging a claimed lock just before
+	// it is removed, when a process may have opened it since the last
+	// question (the legacy sweep; safety before speed there).
 	Fresh bool
 
-	once     sync.Once
-	locks    map[devIno][]procLock
-	open     map[devIno][]int
-	complete bool  // every process was seen, or could have been
-	unseen   []int // the processes whose open files were not seen
+	once sync.Once
+	mu   sync.Mutex // guards look, with Fresh
+	look *openLook  // the look at every process's open files: once, or the last one with Fresh
 
 	tableOnce sync.Once
 	table     lockTable
@@ -178,10 +177,9 @@ type lockTable struct {
 
 // Holders implements Evidence.
 func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool) {
-	k.once.Do(k.gather)
-	if k.Fresh {
-		k.readLocks()
-	}
+	look := k.openFiles()
+	t := k.lockTable()
+	locks := t.held
 	probe := k.Probe
 	if probe == nil {
 		probe = KernelProbe{}
@@ -189,7 +187,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	key := devIno{dev, ino}
 	var hs []verdict.KernelHolder
 	seen := map[int]bool{}
-	for _, l := range k.locks[key] {
+	for _, l := range locks[key] {
 		if l.pid > 0 && !seen[l.pid] {
 			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				seen[l.pid] = true
@@ -200,10 +198,10 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// A lock whose recorded pid is gone (inherited, or an OFD lock, which
 	// /proc/locks shows as pid -1) is held by whoever has the file open.
 	how, mode := "open", ""
-	if len(k.locks[key]) > 0 && len(hs) == 0 {
-		how, mode = k.locks[key][0].how, k.locks[key][0].mode
+	if len(locks[key]) > 0 && len(hs) == 0 {
+		how, mode = locks[key][0].how, locks[key][0].mode
 	}
-	for _, pid := range k.open[key] {
+	for _, pid := range look.open[key] {
 		if !seen[pid] {
 			seen[pid] = true
 			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how, Mode: mode})
@@ -213,19 +211,50 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// closes: an entry in /proc/locks is a held lock, whoever holds it now,
 	// even if its locker has exited and the holder opened the file after
 	// the index of open files was built.
-	if len(hs) == 0 && len(k.locks[key]) > 0 {
-		l := k.locks[key][0]
+	if len(hs) == 0 && len(locks[key]) > 0 {
+		l := locks[key][0]
 		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + InheritedNote, Mode: l.mode})
 	}
-	return hs, k.complete && len(k.unseen) == 0
+	return hs, look.complete && t.ok && len(look.unseen) == 0
 }
 
 // Unseen returns the processes whose open files the look could not see
-// (after a first question: the look is taken then), and whether it saw all
-// the others: the look was complete but for those.
+// (after a first question: the look is taken then; with Fresh, the last
+// question's), and whether it saw all the others: the look was complete
+// but for those.
 func (k *KernelEvidence) Unseen() (pids []int, others bool) {
-	k.once.Do(k.gather)
-	return k.unseen, k.complete
+	look := k.lastLook()
+	return look.unseen, look.complete && k.lockTable().ok
+}
+
+// openFiles returns the look at every process's open files to answer a
+// question from: taken once per run, or afresh for each question with
+// Fresh.
+func (k *KernelEvidence) openFiles() *openLook {
+	if !k.Fresh {
+		k.once.Do(func() { k.look = gatherOpen() })
+		return k.look
+	}
+	look := gatherOpen()
+	k.mu.Lock()
+	k.look = look
+	k.mu.Unlock()
+	return look
+}
+
+// lastLook returns the look taken for the last question, or takes one if
+// none has been asked.
+func (k *KernelEvidence) lastLook() *openLook {
+	if !k.Fresh {
+		return k.openFiles()
+	}
+	k.mu.Lock()
+	look := k.look
+	k.mu.Unlock()
+	if look == nil {
+		look = k.openFiles()
+	}
+	return look
 }
 
 func comm(pid int) string {
@@ -236,19 +265,27 @@ func comm(pid int) string {
 	return strings.TrimSuffix(string(b), "\n")
 }
 
-func (k *KernelEvidence) gather() {
-	k.open = map[devIno][]int{}
-	k.locks = map[devIno][]procLock{}
+// openLook is one look at every process's open files: which processes have
+// each file open; whether every process was seen, or could have been
+// (complete); and the processes whose open files were not seen.
+type openLook struct {
+	open     map[devIno][]int
+	complete bool
+	unseen   []int
+}
+
+// gatherOpen looks at every process's open files: every descriptor table
+// of every process (a thread may have one of its own).
+func gatherOpen() *openLook {
+	k := &openLook{open: map[devIno][]int{}}
 	if procOurs() != nil {
 		// Its pids, /proc/locks' included, are another namespace's.
-		k.complete = false
-		return
+		return k
 	}
 	k.complete = true
 	if procHidesSome() {
 		k.complete = false
 	}
-	k.readLocks()
 	// In a pid namespace other than the initial one (a container), /proc
 	// and /proc/locks show only this namespace's processes: a holder
 	// outside it is invisible, so no answer here can be complete.
@@ -259,7 +296,7 @@ func (k *KernelEvidence) gather() {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		k.complete = false
-		return
+		return k
 	}
 	var pids []int
 	for _, e := range ents {
@@ -307,6 +344,7 @@ func (k *KernelEvidence) gather() {
 		k.unseen = append(k.unseen, u...)
 	}
 	slices.Sort(k.unseen)
+	return k
 }
 
 // fdScan indexes which processes have which files open: one worker's
@@ -328,18 +366,6 @@ func openProcDir(dir string) (*os.File, error) {
 			continue
 		}
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
-}
-
-// readLocks takes the lock table Holders answers from: the same read that
-// Locks and Waiters use (once per run, or afresh with Fresh), so that
-// /proc/locks, whose first read can stall every locker on the machine, is
-// not read twice for one question.
-func (k *KernelEvidence) readLocks() {
-	t := k.lockTable()
-	k.locks = t.held
-	if !t.ok {
-		k.complete = false
 	}
 }
 
