@@ -529,6 +529,15 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
 	}
+	// The listing may leave out a thread while others exit (the kernel
+	// walks the thread list from one listed to the next). The count
+	// taken after it says so: a thread left out that is still there is
+	// counted. (A thread listed that has gone since is found gone below.)
+	if b, err := readFile("/proc/" + p + "/stat"); err != nil {
+		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
+	} else if n, ok := statField(b, 20); !ok || !listedAll(tids, n) {
+		return false, true
+	}
 	lost := false
 	for _, name := range tids {
 		tid, err := strconv.Atoi(name)
@@ -581,6 +590,13 @@ func sharesTable(tid int, read []int) (bool, error) {
 	return false, nil
 }
 
+// listedAll reports whether tids, a listing of /proc/<pid>/task, has at
+// least n (field 20 of /proc/<pid>/stat, num_threads) threads.
+func listedAll(tids []string, n string) bool {
+	want, err := strconv.Atoi(n)
+	return err == nil && len(tids) >= want
+}
+
 // kcmpFiles is KCMP_FILES (linux/kcmp.h).
 const kcmpFiles = 2
 
@@ -600,30 +616,46 @@ func sameFiles(a, b int) (bool, error) {
 
 // scanThread indexes the files in the descriptor table of thread tid
 // (named name) of pid (named p), through /proc/<pid>/task/<tid>/fd. read
-// says whether its table was read in full, or the thread is still there
-// after it was read (a descriptor it closed meanwhile is no loss); ok is
-// false when the table could not be read.
+// says whether the table was read as it is: the thread was not yet exiting
+// once it had been read (an exiting thread lets go of its table, and shows
+// none, while a thread it started may hold it on); a descriptor it closed
+// meanwhile is no loss. ok is false when the table could not be read.
 func (k *fdScan) scanThread(pid int, p, name string) (read, ok bool) {
 	dir := "/proc/" + p + "/task/" + name
 	f, err := openProcDir(dir + "/fd")
 	if err != nil {
 		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 	}
-	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
+		f.Close()
 		return false, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 	}
-	got, unseen := k.index(pid, f, names)
+	_, unseen := k.index(pid, f, names)
+	f.Close()
 	if unseen > 0 {
 		return false, false
 	}
-	if got == len(names) {
-		return true, true
+	// PF_EXITING is set before the thread lets go of its table: if it is
+	// not set now, the table read was the thread's own.
+	b, err := readFile(dir + "/stat")
+	if err != nil {
+		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 	}
-	_, err = os.Lstat(dir)
-	return err == nil, true
+	flags, ok := statField(b, 9)
+	if !ok {
+		return false, false
+	}
+	n, err := strconv.ParseUint(flags, 10, 64)
+	if err != nil {
+		return false, false
+	}
+	return n&pfExiting == 0, true
 }
+
+// pfExiting is PF_EXITING (linux/sched.h), in field 9 (flags) of
+// /proc/<pid>/task/<tid>/stat: the thread is exiting.
+const pfExiting = 0x4
 
 // index records pid as holding each file open in the fd directory f, whose
 // entries are names. It counts the descriptors it followed, and those it
