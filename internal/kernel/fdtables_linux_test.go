@@ -3,13 +3,19 @@
 package kernel
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/verdict"
+	"golang.org/x/sys/unix"
 )
 
 // named reports whether hs has pid.
@@ -148,4 +154,109 @@ func TestEvidencePrivateTableChurn(t *testing.T) {
 		}
 	}
 	t.Logf("found %d times, incomplete %d times", found, unsure)
+}
+
+// exitingThread is a C program whose second thread says "ready <tid>",
+// then exits once a line comes on stdin; the leader waits for ever.
+const exitingThread = `#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *run(void *a) {
+	char b[8];
+	printf("ready %d\n", gettid());
+	fflush(stdout);
+	if (read(0, b, 1) < 0) return a;
+	return a;
+}
+int main(void) {
+	pthread_t t;
+	if (pthread_create(&t, 0, run, 0) != 0) return 3;
+	for (;;) pause();
+}
+`
+
+// TestEvidenceExitingThreadUnseen: a thread that is exiting has let go of
+// its descriptor table, or is about to, and /proc shows it none, while a
+// thread it started may hold that table on. Such a thread is held here as
+// it exits (a tracer, this test, has not reaped it): its empty table is
+// never taken for its files, so the process counts as unseen.
+func TestEvidenceExitingThreadUnseen(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it traces a thread of another process")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc): .ci/run installs gcc")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "exiting.c"), filepath.Join(dir, "exiting")
+	if err := os.WriteFile(src, []byte(exitingThread), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var tid int
+	if _, err2 := fmt.Sscanf(line, "ready %d", &tid); err != nil || err2 != nil {
+		t.Fatalf("the program said %q: %v %v", line, err, err2)
+	}
+	pid := cmd.Process.Pid
+
+	// Trace the thread from one OS thread (a tracer is a thread), let it
+	// exit, and reap it at the end, from the same thread.
+	traced, reap := make(chan error), make(chan struct{})
+	reaped := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := unix.PtraceSeize(tid)
+		traced <- err
+		if err != nil {
+			close(reaped)
+			return
+		}
+		<-reap
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(tid, &ws, unix.WALL, nil)
+		close(reaped)
+	}()
+	if err := <-traced; err != nil {
+		t.Fatalf("PTRACE_SEIZE %d: %v", tid, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // the reap then returns
+		close(reap)
+		<-reaped
+	})
+	if _, err := stdin.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
+	testutil.WaitFor(t, 10*time.Second, "the traced thread to exit", func() bool {
+		b, err := os.ReadFile(stat)
+		state, _, _, perr := ParseStat(b)
+		return err == nil && perr == nil && state == 'Z'
+	})
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task/%d/fd", pid, tid)); err != nil || len(ents) != 0 {
+		t.Fatalf("the exited thread's fd directory: %d entries, %v; want none", len(ents), err)
+	}
+	unseen, _ := (&KernelEvidence{}).Unseen()
+	if !slices.Contains(unseen, pid) {
+		t.Errorf("Unseen() = %v, want pid %d among them: its thread %d is exiting and shows no table", unseen, pid, tid)
+	}
 }
