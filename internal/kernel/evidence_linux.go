@@ -544,13 +544,7 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 		if err != nil || tid == pid {
 			continue
 		}
-		shares, err := sharesTable(tid, read)
-		switch {
-		case err != nil:
-			// Not allowed to compare (ptrace access: a more privileged
-			// process): its table is unseen.
-			return exited(pid), false
-		case shares:
+		if sharesTable(tid, read) {
 			continue
 		}
 		switch got, ok := k.scanThread(pid, p, name); {
@@ -569,25 +563,17 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 }
 
 // sharesTable reports whether thread tid has the descriptor table of one
-// of the threads read, by kcmp(KCMP_FILES). A thread that has exited shares
-// nothing; a kernel without kcmp (ENOSYS) says nothing, so every table is
-// read. err is a refusal to compare.
-func sharesTable(tid int, read []int) (bool, error) {
+// of the threads read, by kcmp(KCMP_FILES). When kcmp cannot tell (the
+// thread or the one read has exited; a kernel without kcmp; kcmp refused
+// by a seccomp filter or for want of ptrace access), it says no, and the
+// thread's table is read, which is refused where kcmp was for access.
+func sharesTable(tid int, read []int) bool {
 	for _, r := range read {
-		same, err := sameFiles(r, tid)
-		switch {
-		case err == nil && same:
-			return true, nil
-		case err == nil || err == unix.ESRCH:
-			// Another table, or one of the two has exited: if tid has,
-			// reading its table says so.
-		case err == unix.ENOSYS:
-			return false, nil
-		default:
-			return false, err
+		if same, err := sameFiles(r, tid); err == nil && same {
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // listedAll reports whether tids, a listing of /proc/<pid>/task, has at
