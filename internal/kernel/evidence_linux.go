@@ -453,18 +453,19 @@ const initialPidNS = "pid:[4026531836]"
 // unshare(CLONE_FILES)), which /proc/<pid>/fd, the leader's, does not show.
 // It returns false when they could not all be seen (not for a process that
 // has simply exited). Threads come and go while that is done: a look that
-// lost a thread before it could tell its table is taken again, a few times,
-// before the process is called unseen.
+// lost a thread before it could tell its table is taken again, for up to
+// about 60ms (a process tearing down a large heap as it exits has threads
+// exiting for that long), before the process is called unseen.
 func (k *fdScan) scanFds(pid int) bool {
 	for attempt := 0; ; attempt++ {
 		seen, again := k.scanTables(pid)
 		if !again {
 			return seen
 		}
-		if attempt == 4 {
+		if attempt == 7 {
 			return exited(pid)
 		}
-		time.Sleep(time.Millisecond << attempt)
+		time.Sleep(min(time.Millisecond<<attempt, 16*time.Millisecond))
 	}
 }
 
