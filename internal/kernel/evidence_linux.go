@@ -21,24 +21,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelEvidence reads /proc/locks and every process's /proc/<pid>/fd, once,
-// the first time it is asked. It never forks (no lsof, no fuser).
+// KernelEvidence reads /proc/locks and every descriptor table of every
+// process (/proc/<pid>/fd, and /proc/<pid>/task/<tid>/fd for a thread with
+// a table of its own), once, the first time it is asked (with Fresh, on
+// every question). It never forks (no lsof, no fuser).
 type KernelEvidence struct {
 	// Probe checks that a pid named in /proc/locks is still running (a
 	// flock outlives the process that took it when a child inherited the
 	// descriptor). Nil means KernelProbe.
 	Probe verdict.Probe
 
-	// Fresh re-reads /proc/locks on every question (cheap), while the index
-	// of open files is still built once: for re-judging a claimed lock
-	// just before it is removed.
+	// Fresh re-reads /proc/locks, and looks at every process's open files
+	// again, on every question: for re-judging a claimed lock just before
+	// it is removed, when a process may have opened it since the last
+	// question (the legacy sweep; safety before speed there).
 	Fresh bool
 
-	once     sync.Once
-	locks    map[devIno][]procLock
-	open     map[devIno][]int
-	complete bool  // every process was seen, or could have been
-	unseen   []int // the processes whose open files were not seen
+	once sync.Once
+	mu   sync.Mutex // guards look, with Fresh
+	look *openLook  // the look at every process's open files: once, or the last one with Fresh
 
 	tableOnce sync.Once
 	table     lockTable
@@ -183,10 +184,9 @@ type lockTable struct {
 
 // Holders implements Evidence.
 func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool) {
-	k.once.Do(k.gather)
-	if k.Fresh {
-		k.readLocks()
-	}
+	look := k.openFiles()
+	t := k.lockTable()
+	locks := t.held
 	probe := k.Probe
 	if probe == nil {
 		probe = KernelProbe{}
@@ -194,7 +194,7 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	key := devIno{dev, ino}
 	var hs []verdict.KernelHolder
 	seen := map[int]bool{}
-	for _, l := range k.locks[key] {
+	for _, l := range locks[key] {
 		if l.pid > 0 && !seen[l.pid] {
 			if p := probe.Probe(l.pid); p.State == verdict.StateRunning {
 				seen[l.pid] = true
@@ -205,10 +205,10 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// A lock whose recorded pid is gone (inherited, or an OFD lock, which
 	// /proc/locks shows as pid -1) is held by whoever has the file open.
 	how, mode := "open", ""
-	if len(k.locks[key]) > 0 && len(hs) == 0 {
-		how, mode = k.locks[key][0].how, k.locks[key][0].mode
+	if len(locks[key]) > 0 && len(hs) == 0 {
+		how, mode = locks[key][0].how, locks[key][0].mode
 	}
-	for _, pid := range k.open[key] {
+	for _, pid := range look.open[key] {
 		if !seen[pid] {
 			seen[pid] = true
 			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how, Mode: mode})
@@ -218,19 +218,50 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	// closes: an entry in /proc/locks is a held lock, whoever holds it now,
 	// even if its locker has exited and the holder opened the file after
 	// the index of open files was built.
-	if len(hs) == 0 && len(k.locks[key]) > 0 {
-		l := k.locks[key][0]
+	if len(hs) == 0 && len(locks[key]) > 0 {
+		l := locks[key][0]
 		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + InheritedNote, Mode: l.mode})
 	}
-	return hs, k.complete && len(k.unseen) == 0
+	return hs, look.complete && t.ok && len(look.unseen) == 0
 }
 
 // Unseen returns the processes whose open files the look could not see
-// (after a first question: the look is taken then), and whether it saw all
-// the others: the look was complete but for those.
+// (after a first question: the look is taken then; with Fresh, the last
+// question's), and whether it saw all the others: the look was complete
+// but for those.
 func (k *KernelEvidence) Unseen() (pids []int, others bool) {
-	k.once.Do(k.gather)
-	return k.unseen, k.complete
+	look := k.lastLook()
+	return look.unseen, look.complete && k.lockTable().ok
+}
+
+// openFiles returns the look at every process's open files to answer a
+// question from: taken once per run, or afresh for each question with
+// Fresh.
+func (k *KernelEvidence) openFiles() *openLook {
+	if !k.Fresh {
+		k.once.Do(func() { k.look = gatherOpen() })
+		return k.look
+	}
+	look := gatherOpen()
+	k.mu.Lock()
+	k.look = look
+	k.mu.Unlock()
+	return look
+}
+
+// lastLook returns the look taken for the last question, or takes one if
+// none has been asked.
+func (k *KernelEvidence) lastLook() *openLook {
+	if !k.Fresh {
+		return k.openFiles()
+	}
+	k.mu.Lock()
+	look := k.look
+	k.mu.Unlock()
+	if look == nil {
+		look = k.openFiles()
+	}
+	return look
 }
 
 func comm(pid int) string {
@@ -241,19 +272,27 @@ func comm(pid int) string {
 	return strings.TrimSuffix(string(b), "\n")
 }
 
-func (k *KernelEvidence) gather() {
-	k.open = map[devIno][]int{}
-	k.locks = map[devIno][]procLock{}
+// openLook is one look at every process's open files: which processes have
+// each file open; whether every process was seen, or could have been
+// (complete); and the processes whose open files were not seen.
+type openLook struct {
+	open     map[devIno][]int
+	complete bool
+	unseen   []int
+}
+
+// gatherOpen looks at every process's open files: every descriptor table
+// of every process (a thread may have one of its own).
+func gatherOpen() *openLook {
+	k := &openLook{open: map[devIno][]int{}}
 	if procOurs() != nil {
 		// Its pids, /proc/locks' included, are another namespace's.
-		k.complete = false
-		return
+		return k
 	}
 	k.complete = true
 	if procHidesSome() {
 		k.complete = false
 	}
-	k.readLocks()
 	// In a pid namespace other than the initial one (a container), /proc
 	// and /proc/locks show only this namespace's processes: a holder
 	// outside it is invisible, so no answer here can be complete.
@@ -264,7 +303,7 @@ func (k *KernelEvidence) gather() {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		k.complete = false
-		return
+		return k
 	}
 	var pids []int
 	for _, e := range ents {
@@ -312,6 +351,7 @@ func (k *KernelEvidence) gather() {
 		k.unseen = append(k.unseen, u...)
 	}
 	slices.Sort(k.unseen)
+	return k
 }
 
 // fdScan indexes which processes have which files open: one worker's
@@ -333,18 +373,6 @@ func openProcDir(dir string) (*os.File, error) {
 			continue
 		}
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
-}
-
-// readLocks takes the lock table Holders answers from: the same read that
-// Locks and Waiters use (once per run, or afresh with Fresh), so that
-// /proc/locks, whose first read can stall every locker on the machine, is
-// not read twice for one question.
-func (k *KernelEvidence) readLocks() {
-	t := k.lockTable()
-	k.locks = t.held
-	if !t.ok {
-		k.complete = false
 	}
 }
 
@@ -551,103 +579,201 @@ func (k *KernelEvidence) named(ls []procLock) []verdict.KernelHolder {
 // initialPidNS is the initial pid namespace (PROC_PID_INIT_INO).
 const initialPidNS = "pid:[4026531836]"
 
-// scanFds indexes the files pid has open. It returns false when they
-// could not be seen (not for a process that has simply exited).
+// scanFds indexes the files pid has open, in every descriptor table of its
+// threads: a thread may have a table of its own (clone without CLONE_FILES,
+// unshare(CLONE_FILES)), which /proc/<pid>/fd, the leader's, does not show.
+// It returns false when they could not all be seen (not for a process that
+// has simply exited). Threads come and go while that is done: a look that
+// lost a thread before it could tell its table is taken again, for up to
+// about 60ms (a process tearing down a large heap as it exits has threads
+// exiting for that long), before the process is called unseen.
 func (k *fdScan) scanFds(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	f, err := openProcDir(dir)
+	for attempt := 0; ; attempt++ {
+		seen, again := k.scanTables(pid)
+		if !again {
+			return seen
+		}
+		if attempt == 7 {
+			return exited(pid)
+		}
+		time.Sleep(min(time.Millisecond<<attempt, 16*time.Millisecond))
+	}
+}
+
+// scanTables is one attempt of scanFds: the leader's table, then that of
+// each other thread that does not share a table already read. again is
+// true when a thread went before its table could be told, or when no table
+// could be read (the leader has exited, and so had every thread looked at).
+func (k *fdScan) scanTables(pid int) (seen, again bool) {
+	p := strconv.Itoa(pid)
+	f, err := openProcDir("/proc/" + p + "/fd")
 	if err != nil {
 		// Exited (or exiting) while being read: it holds nothing. Any
 		// other refusal leaves it unseen.
-		return os.IsNotExist(err) || exited(pid)
+		return os.IsNotExist(err) || exited(pid), false
 	}
-	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid)
-	}
-	if len(names) == 0 {
-		// A process whose main thread has exited shows no files here,
-		// while its other threads, which share its files, hold them open.
-		return k.scanLeaderless(pid)
+		f.Close()
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
 	}
 	// A descriptor that could not be followed (EACCES: a process more
 	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
 	// lock, so the look is incomplete, unless the process has exited.
-	if _, unseen := k.index(pid, f, names); unseen > 0 {
-		return exited(pid)
+	_, unseen := k.index(pid, f, names)
+	f.Close()
+	if unseen > 0 {
+		return exited(pid), false
 	}
-	return true
-}
-
-// scanLeaderless looks at a process that showed no open files. If its
-// leader is alive, it has none. If its leader has exited but not the
-// process, its threads' files are read instead; threads come and go while
-// that is done, so it counts only when one thread's files were read in
-// full, and is tried a few times (the process may also be exiting) before
-// the look is called incomplete. It returns false when the files could not
-// be seen.
-func (k *fdScan) scanLeaderless(pid int) bool {
-	for attempt := 0; ; attempt++ {
-		b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
-		}
-		state, _, _, err := ParseStat(b)
-		switch {
-		case err != nil:
-			return false
-		case state != 'Z' && state != 'X' && state != 'x':
-			return true // a live leader with nothing open
-		case statExited(b, state):
-			return true // exited: it holds nothing
-		}
-		ok, seen := k.scanTaskFds(pid)
-		if !ok {
-			return false
-		}
-		if seen || attempt == 4 {
-			return seen
-		}
-		time.Sleep(time.Millisecond << attempt)
-	}
-}
-
-// scanTaskFds indexes the files pid's threads have open, through
-// /proc/<pid>/task/<tid>/fd. seen says whether some thread's were read in
-// full; ok is false when something could not be read.
-func (k *fdScan) scanTaskFds(pid int) (ok, seen bool) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	tids, err := os.ReadDir(dir)
+	// read: the threads whose tables were read in full. The leader's is,
+	// unless the leader has exited: its table then shows nothing, while
+	// its other threads, which may share it, hold their files open.
+	b, err := readFile("/proc/" + p + "/stat")
 	if err != nil {
-		return os.IsNotExist(err), false
+		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
 	}
-	for _, t := range tids {
-		if t.Name() == strconv.Itoa(pid) {
-			continue
-		}
-		f, err := openProcDir(dir + "/" + t.Name() + "/fd")
-		if err != nil {
-			if !os.IsNotExist(err) {
-				return false, seen
-			}
-			continue
-		}
-		names, err := f.Readdirnames(-1)
-		if err == nil {
-			// A read counts only when every descriptor listed could be
-			// followed: a thread that exits mid-read loses its files.
-			if got, _ := k.index(pid, f, names); got > 0 && got == len(names) {
-				seen = true
-			}
-		}
-		f.Close()
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
-			return false, seen
+	state, _, _, err := ParseStat(b)
+	switch {
+	case err != nil:
+		return false, false
+	case statExited(b, state):
+		return true, false // exited: it holds nothing
+	}
+	var read []int
+	if len(names) > 0 || state != 'Z' && state != 'X' && state != 'x' {
+		read = append(read, pid)
+		// A single thread (field 20, num_threads): the leader's table,
+		// read above, is its only one. (A thread started since opened
+		// its files after this look began, as a process started since
+		// would have.)
+		if n, ok := statField(b, 20); ok && n == "1" {
+			return true, false
 		}
 	}
-	return true, seen
+	// Every other thread: one that shares a table read (kcmp says so) is
+	// seen; any other's table is read.
+	t, err := openProcDir("/proc/" + p + "/task")
+	if err != nil {
+		return os.IsNotExist(err) || exited(pid), false
+	}
+	tids, err := t.Readdirnames(-1)
+	t.Close()
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
+	}
+	// The listing may leave out a thread while others exit (the kernel
+	// walks the thread list from one listed to the next). The count
+	// taken after it says so: a thread left out that is still there is
+	// counted. (A thread listed that has gone since is found gone below.)
+	if b, err := readFile("/proc/" + p + "/stat"); err != nil {
+		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
+	} else if n, ok := statField(b, 20); !ok || !listedAll(tids, n) {
+		return false, true
+	}
+	lost := false
+	for _, name := range tids {
+		tid, err := strconv.Atoi(name)
+		if err != nil || tid == pid {
+			continue
+		}
+		if sharesTable(tid, read) {
+			continue
+		}
+		switch got, ok := k.scanThread(pid, p, name); {
+		case !ok:
+			return exited(pid), false
+		case got:
+			read = append(read, tid)
+		default:
+			lost = true
+		}
+	}
+	if lost || len(read) == 0 {
+		return false, true
+	}
+	return true, false
 }
+
+// sharesTable reports whether thread tid has the descriptor table of one
+// of the threads read, by kcmp(KCMP_FILES). When kcmp cannot tell (the
+// thread or the one read has exited; a kernel without kcmp; kcmp refused
+// by a seccomp filter or for want of ptrace access), it says no, and the
+// thread's table is read, which is refused where kcmp was for access.
+func sharesTable(tid int, read []int) bool {
+	for _, r := range read {
+		if same, err := sameFiles(r, tid); err == nil && same {
+			return true
+		}
+	}
+	return false
+}
+
+// listedAll reports whether tids, a listing of /proc/<pid>/task, has at
+// least n (field 20 of /proc/<pid>/stat, num_threads) threads.
+func listedAll(tids []string, n string) bool {
+	want, err := strconv.Atoi(n)
+	return err == nil && len(tids) >= want
+}
+
+// kcmpFiles is KCMP_FILES (linux/kcmp.h).
+const kcmpFiles = 2
+
+// sameFiles reports whether tasks a and b share one descriptor table.
+func sameFiles(a, b int) (bool, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFiles, 0, 0, 0)
+		switch e {
+		case 0:
+			return r == 0, nil
+		case unix.EINTR:
+			continue
+		}
+		return false, e
+	}
+}
+
+// scanThread indexes the files in the descriptor table of thread tid
+// (named name) of pid (named p), through /proc/<pid>/task/<tid>/fd. read
+// says whether the table was read as it is: the thread was not yet exiting
+// once it had been read (an exiting thread lets go of its table, and shows
+// none, while a thread it started may hold it on); a descriptor it closed
+// meanwhile is no loss. ok is false when the table could not be read.
+func (k *fdScan) scanThread(pid int, p, name string) (read, ok bool) {
+	dir := "/proc/" + p + "/task/" + name
+	f, err := openProcDir(dir + "/fd")
+	if err != nil {
+		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		f.Close()
+		return false, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
+	}
+	_, unseen := k.index(pid, f, names)
+	f.Close()
+	if unseen > 0 {
+		return false, false
+	}
+	// PF_EXITING is set before the thread lets go of its table: if it is
+	// not set now, the table read was the thread's own.
+	b, err := readFile(dir + "/stat")
+	if err != nil {
+		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
+	}
+	flags, ok := statField(b, 9)
+	if !ok {
+		return false, false
+	}
+	n, err := strconv.ParseUint(flags, 10, 64)
+	if err != nil {
+		return false, false
+	}
+	return n&pfExiting == 0, true
+}
+
+// pfExiting is PF_EXITING (linux/sched.h), in field 9 (flags) of
+// /proc/<pid>/task/<tid>/stat: the thread is exiting.
+const pfExiting = 0x4
 
 // index records pid as holding each file open in the fd directory f, whose
 // entries are names. It counts the descriptors it followed, and those it

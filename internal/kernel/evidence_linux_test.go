@@ -443,13 +443,15 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 	dir, bin := publicTestBinary(t)
 
 	free, locked, open := filepath.Join(dir, "free.lock"), filepath.Join(dir, "locked.lock"), filepath.Join(dir, "open.lock")
-	for _, p := range []string{free, locked, open} {
+	inherited := filepath.Join(dir, "inherited.lock")
+	for _, p := range []string{free, locked, open, inherited} {
 		mkEmpty(t, p, "")
 	}
 	lk := testutil.StartHolder(t, "flock", locked)
 	op := testutil.StartHolder(t, "open", open)
+	_, locker := inheritFlock(t, inherited)
 	var qs []string
-	for _, p := range []string{free, locked, open} {
+	for _, p := range []string{free, locked, open, inherited} {
 		dev, ino := statDevIno(t, p)
 		qs = append(qs, fmt.Sprintf("%d:%d", dev, ino))
 	}
@@ -478,8 +480,8 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 			got[r.Query] = r
 		}
 	}
-	if len(got) != 3 {
-		t.Fatalf("the child answered %d queries, want 3:\n%s", len(got), out)
+	if len(got) != 4 {
+		t.Fatalf("the child answered %d queries, want 4:\n%s", len(got), out)
 	}
 	for i, r := range []struct {
 		what string
@@ -488,6 +490,10 @@ func TestKernelEvidenceUnprivileged(t *testing.T) {
 		{"a file nobody holds", nil},
 		{"a file root's process flocks", []verdict.KernelHolder{{Pid: lk.Pid, Comm: evComm, How: "flock"}}},
 		{fmt.Sprintf("a file root's process (pid %d) only has open", op.Pid), nil},
+		// The holder that inherited the lock cannot be seen from here, and
+		// its locker has exited: the lock in /proc/locks is a holder all
+		// the same.
+		{"a file whose flock root's process inherited", []verdict.KernelHolder{{Pid: locker, How: "flock" + InheritedNote}}},
 	} {
 		res := got[qs[i]]
 		if res.Complete {
