@@ -206,8 +206,8 @@ func TestBuildNameCarriesNamespace(t *testing.T) {
 // TestSweepLeavesWhatIsNotABuild: a side file named like an unpublished
 // build whose maker is gone (<lock>.new.<token>.<gone pid>) is swept only
 // when it is lockctl's build: a directory holding nothing but a lockctl
-// record of the name's token. A directory that also holds other files, a
-// regular file, or a record of another token is left exactly as it was, by
+// record. A directory that also holds other files, a
+// regular file, or a record that is not lockctl's is left exactly as it was, by
 // every sweep and by Acquire, with the lock there or not (issue 28, case 6).
 func TestSweepLeavesWhatIsNotABuild(t *testing.T) {
 	for _, held := range []bool{true, false} {
@@ -229,9 +229,10 @@ func TestSweepLeavesWhatIsNotABuild(t *testing.T) {
 			testutil.WriteFile(t, filepath.Join(name(1), "data"), []byte("keep me\n"))
 			// A regular file of a build's name.
 			testutil.WriteFile(t, name(2), record(2))
-			// A directory whose record carries another token.
+			// A directory whose record begins as lockctl's but has no
+			// token line: someone's notes.
 			testutil.Mkdir(t, name(3))
-			testutil.WriteFile(t, filepath.Join(name(3), "holder"), record(4))
+			testutil.WriteFile(t, filepath.Join(name(3), "holder"), []byte(scan.LockctlMagic+"\nnotes: keep\n"))
 			// A directory holding a record of another format.
 			testutil.Mkdir(t, name(5))
 			testutil.WriteFile(t, filepath.Join(name(5), "holder"), []byte("12345\n"))
@@ -257,7 +258,7 @@ func TestSweepLeavesWhatIsNotABuild(t *testing.T) {
 // earlier (or, past scan's read limit, by name alone); what stands there
 // when it acts must still be lockctl's build, or it is not renamed, nor
 // removed: a regular file, a directory that also holds another file, a
-// record of another token.
+// record that is not lockctl's.
 func TestDebrisExaminesBeforeItTouches(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
@@ -272,7 +273,7 @@ func TestDebrisExaminesBeforeItTouches(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(name(1), "data"), []byte("keep me\n"))
 	testutil.WriteFile(t, name(2), rec)
 	testutil.Mkdir(t, name(3))
-	testutil.WriteFile(t, filepath.Join(name(3), "holder"), rec) // token 1's record
+	testutil.WriteFile(t, filepath.Join(name(3), "holder"), []byte(scan.LockctlMagic+"\nnotes: keep\n"))
 	before := testutil.Snapshot(t, dir)
 	res := verdict.Result{Lock: &scan.Lock{Path: p, Dir: dir, Name: "x.lock", Kind: scan.KindMissing}}
 	for i := 1; i <= 3; i++ {

@@ -44,8 +44,8 @@ func (j *Judge) debris(l *scan.Lock) []Step {
 // InertBuild reports whether c, named as one of lockctl's unpublished
 // lock builds (<lock>.new.<token>.<maker>), is one: a directory that is
 // empty (its maker died before writing the record) or holds nothing but a
-// holder file whose bytes are lockctl's record of the name's token, whole
-// or cut short (its maker was killed while writing it: lock.Lock.build).
+// holder file whose bytes are a lockctl record, whole or cut short (its
+// maker was killed while writing it: lock.Lock.build).
 // Anything else (a regular file of that name, a directory holding other
 // files, a record of another format or token) is not lockctl's to remove,
 // whatever its name says; why says what it is instead.
@@ -66,21 +66,43 @@ func InertBuild(c scan.Claim) (why string, inert bool) {
 		return fmt.Sprintf("%s holds %s besides a record", quoteName(sub), quoteName(strings.Join(c.Others, ", "))), false
 	case errors.Is(c.Record.Err, fs.ErrNotExist):
 		return "", true // made, and its maker died before writing the record
-	case c.Token == "":
-		return "its name carries no token", false
 	}
 	var fe *scan.FormatError
 	if c.Record.Err != nil && !errors.As(c.Record.Err, &fe) {
 		return fmt.Sprintf("its record %s cannot be read (%s)", quoteName(c.Record.File), errText(c.Record.Err)), false
 	}
-	raw := string(c.Record.Raw)
-	for _, magic := range []string{scan.LockctlMagic, scan.ReserveMagic} {
-		head := magic + "\ntoken " + c.Token + "\n"
-		if strings.HasPrefix(raw, head) || strings.HasPrefix(head, raw) {
-			return "", true
-		}
+	if lockctlRecordHead(string(c.Record.Raw)) {
+		return "", true
 	}
-	return fmt.Sprintf("its record %s is not lockctl's record of token %s", quoteName(c.Record.File), quoteName(c.Token)), false
+	return fmt.Sprintf("its record %s is not a lockctl record", quoteName(c.Record.File)), false
+}
+
+// lockctlRecordHead reports whether raw begins as lockctl's record does,
+// or is such a beginning cut short: the magic line, then a token line. The
+// token is not the build's own where lockctl run builds the record of the
+// command it starts (whose token that process's pid leads), so any token
+// of the shape lockctl writes will do.
+func lockctlRecordHead(raw string) bool {
+	for _, magic := range []string{scan.LockctlMagic, scan.ReserveMagic} {
+		if strings.HasPrefix(magic+"\n", raw) {
+			return true // cut short within the magic line
+		}
+		rest, ok := strings.CutPrefix(raw, magic+"\n")
+		if !ok {
+			continue
+		}
+		line, whole := strings.CutPrefix(rest, "token ")
+		if !whole {
+			return strings.HasPrefix("token ", rest) // cut short there
+		}
+		tok, _, complete := strings.Cut(line, "\n")
+		if !complete {
+			return true // cut short within the token
+		}
+		_, valid := scan.ParseBToken(tok)
+		return valid
+	}
+	return false
 }
 
 // notBuilds are notes on the side files named as lockctl's builds that are

@@ -1298,7 +1298,7 @@ func TestJudgeManySideFilesWithBuild(t *testing.T) {
 // TestJudgeOnlyLockctlBuildsAreDebris: a side file named like one of
 // lockctl's unpublished builds (<lock>.new.<token>.<maker>) whose maker is
 // gone is debris only when it is one: a directory, empty or holding only a
-// lockctl record of the name's token. Anything else is noted and never
+// lockctl record, whole or cut short. Anything else is noted and never
 // given a step, however gone its maker (issue 28, case 6).
 func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
 	a := holderA(holderPid, here)
@@ -1373,15 +1373,26 @@ func TestJudgeOnlyLockctlBuildsAreDebris(t *testing.T) {
 			})),
 			want:   Live,
 			debris: []Step{},
-			note:   "is not lockctl's record of token",
+			note:   "is not a lockctl record",
 		},
 		{
-			name:   "another-token-is-not",
+			// lockctl run builds the record of the command it starts,
+			// whose token is that process's, not the build's.
+			name:   "a-run-build-of-another-token-is-debris",
 			procs:  procs(holderPid, alive),
 			lock:   gone(build(func(c *scan.Claim) { c.Token = "779.0123456789abcdef0123456789abcdef.1" })),
 			want:   Live,
+			debris: steps,
+		},
+		{
+			name:  "a-token-line-that-is-no-token-is-not",
+			procs: procs(holderPid, alive),
+			lock: gone(build(func(c *scan.Claim) {
+				c.Record.Raw, c.Record.Holder = []byte(scan.LockctlMagic+"\ntoken my-notes\nkeep me\n"), nil
+			})),
+			want:   Live,
 			debris: []Step{},
-			note:   "is not lockctl's record of token 779.",
+			note:   "is not a lockctl record",
 		},
 		{
 			name:   "a-file-beside-no-lock-is-no-abandoned-build",
