@@ -5,6 +5,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,8 +240,13 @@ func TestWaitOnReservationSaidOnce(t *testing.T) {
 // released nor broken.
 func TestReserveGraceBounded(t *testing.T) {
 	dir := t.TempDir()
-	for _, grace := range []time.Duration{MaxGrace + time.Second, 2562047 * time.Hour} {
-		if _, err := Reserve(context.Background(), filepath.Join(dir, "g.lock"), grace, Options{}); err == nil || !strings.Contains(err.Error(), "at most") {
+	for i, grace := range []time.Duration{MaxGrace + time.Second, 2562047 * time.Hour} {
+		// A lock of its own for each, and a deadline: a Reserve that took
+		// the first would otherwise wait for ever on the second.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := Reserve(ctx, filepath.Join(dir, fmt.Sprintf("g%d.lock", i)), grace, Options{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "at most") {
 			t.Errorf("Reserve(grace %s) = %v, want a refusal", grace, err)
 		}
 	}
