@@ -118,7 +118,7 @@ func TestTimeNamespaceNegative(t *testing.T) {
 	})
 	before := testutil.Snapshot(t, dir)
 	for _, args := range [][]string{{"doctor", "--json", dir}, {"doctor", "--fix", "--json", dir}} {
-		p := r.start(nil, append([]string{unshare, "--time", "--boottime", "-" + strconv.FormatUint(off, 10), "--fork", lcBinary(t)}, args...)...)
+		p := r.start(nil, append([]string{unshare, "--time", "--boottime", "-" + strconv.FormatUint(off, 10), "--fork", "--kill-child", lcBinary(t)}, args...)...)
 		code := p.wait(time.Minute)
 		var doc lcDoc
 		if err := json.Unmarshal([]byte(p.outText()), &doc); err != nil {

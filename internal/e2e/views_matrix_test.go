@@ -51,7 +51,7 @@ var (
 		{name: "child", pidns: true, argv: func(string) []string { return ownPid }},
 		{name: "grandchild", pidns: true, argv: func(string) []string { return append(append([]string{}, ownPid...), ownPid...) }},
 		{name: "timens", argv: func(string) []string {
-			return []string{"unshare", "--time", "--boottime", "1000", "--monotonic", "1000", "--fork"}
+			return []string{"unshare", "--time", "--boottime", "1000", "--monotonic", "1000", "--fork", "--kill-child"}
 		}},
 		{name: "bootid", argv: func(f string) []string { return append([]string{"unshare", "--mount"}, bindBID(f)...) }},
 		{name: "child-bootid", pidns: true, argv: func(f string) []string { return append(append([]string{}, ownPid...), bindBID(f)...) }},
@@ -247,7 +247,7 @@ func TestEveryViewKeepsLiveLocks(t *testing.T) {
 	for _, v := range views {
 		argv := v.argv(readerBoot)
 		if v.name == "timens" {
-			argv = []string{"unshare", "--time", "--boottime", "2000", "--monotonic", "2000", "--fork"}
+			argv = []string{"unshare", "--time", "--boottime", "2000", "--monotonic", "2000", "--fork", "--kill-child"}
 		}
 		readers = append(readers, reader{"fresh-" + v.name, argv})
 	}

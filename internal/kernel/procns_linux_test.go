@@ -78,7 +78,7 @@ func probeSelfUnder(t *testing.T, args ...string) []byte {
 // probe must not take that stranger's state and start time for its own,
 // and the kernel evidence must not count as complete.
 func TestProbeForeignProc(t *testing.T) {
-	out := probeSelfUnder(t, "--pid", "--fork", "{}")
+	out := probeSelfUnder(t, "--pid", "--fork", "--kill-child", "{}")
 	var got struct {
 		Pid      int
 		State    verdict.State
