@@ -58,14 +58,7 @@ func TestLegacyThreadHeldIsNotSwept(t *testing.T) {
 // opens the next lock, after its claim: the second judgement looks at the
 // open files afresh, so it is seen, and the lock goes back.
 func TestLegacyOpenedAfterAnEarlierSweep(t *testing.T) {
-	reg := tempDir(t)
-	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
-	testutil.Mkdir(t, first)
-	testutil.WriteFile(t, second, nil)
-	age(t, first)
-	age(t, second)
-	r2 := judgeEv(t, reg, second, verdict.Ownerless)
-	f := earlierSweep(t, reg, first)
+	reg, second, r2, f := secondAfterAnEarlierSweep(t)
 	before := testutil.Snapshot(t, reg)
 	var pid int
 	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { pid = testutil.StartHolder(t, "open", claimOf(t, second)).Pid })

@@ -426,19 +426,28 @@ func earlierSweep(t *testing.T, reg, first string) *fix.Fixer {
 	return nil
 }
 
-// TestLegacyTakenAfterAnEarlierSweep: the fixer's kernel evidence was
-// already gathered (for an earlier lock of the same run) when a process
-// flocks the next lock: /proc/locks is read afresh for every second
-// judgement, so it is seen.
-func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
-	reg := tempDir(t)
+// secondAfterAnEarlierSweep lays out two old owner-less locks in a new
+// registry, an empty directory a.lock and an empty file b.lock, judges
+// b.lock, and sweeps a.lock with the fixer it returns (earlierSweep), so
+// that its kernel evidence is gathered before b.lock is swept.
+func secondAfterAnEarlierSweep(t *testing.T) (reg, second string, judged verdict.Result, f *fix.Fixer) {
+	t.Helper()
+	reg = tempDir(t)
 	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
 	testutil.Mkdir(t, first)
 	testutil.WriteFile(t, second, nil)
 	age(t, first)
 	age(t, second)
-	r2 := judgeEv(t, reg, second, verdict.Ownerless)
-	f := earlierSweep(t, reg, first)
+	judged = judgeEv(t, reg, second, verdict.Ownerless)
+	return reg, second, judged, earlierSweep(t, reg, first)
+}
+
+// TestLegacyTakenAfterAnEarlierSweep: the fixer's kernel evidence was
+// already gathered (for an earlier lock of the same run) when a process
+// flocks the next lock: /proc/locks is read afresh for every second
+// judgement, so it is seen.
+func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
+	reg, second, r2, f := secondAfterAnEarlierSweep(t)
 	before := testutil.Snapshot(t, reg)
 	f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) { testutil.StartHolder(t, "flock", claimOf(t, second)) })
 	wantOutcome(t, second, f.Fix(r2), fix.Kept, "judged again, it is live")
@@ -451,14 +460,7 @@ func TestLegacyTakenAfterAnEarlierSweep(t *testing.T) {
 // shows the lock under a dead pid; the holder opened the file after the
 // open-file index was built. The lock is held; it must not be removed.
 func TestLegacyInheritedLockAfterAnEarlierSweep(t *testing.T) {
-	reg := tempDir(t)
-	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
-	testutil.Mkdir(t, first)
-	testutil.WriteFile(t, second, nil)
-	age(t, first)
-	age(t, second)
-	r2 := judgeEv(t, reg, second, verdict.Ownerless)
-	f := earlierSweep(t, reg, first)
+	reg, second, r2, f := secondAfterAnEarlierSweep(t)
 	before := testutil.Snapshot(t, reg)
 	f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { inheritedFlock(t, second) })
 	wantOutcome(t, second, f.Fix(r2), fix.Kept, "judged again, it is live")
