@@ -26,15 +26,22 @@ import (
 // (issue 28, case 2): doctor says unknown, doctor --fix keeps the lock,
 // and acquire waits and times out. With nobody holding a lock on it, the
 // same reader's acquire breaks it and its doctor --fix removes it.
-func TestPartialLockTable(t *testing.T) {
+// needNamespaces skips t, saying why, unless it may make pid namespaces
+// and enter them: root, with unshare and nsenter (util-linux).
+func needNamespaces(t *testing.T, why string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("pid namespaces need root")
+		t.Skip(why)
 	}
 	for _, tool := range []string{"unshare", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s (util-linux)", tool)
 		}
 	}
+}
+
+func TestPartialLockTable(t *testing.T) {
+	needNamespaces(t, "pid namespaces need root")
 	_, bin := publicBin(t)
 	child := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	// A container in a container: its payload is unshare, whose child is
@@ -183,14 +190,7 @@ func readText(path string) string {
 // doctor --fix must put the record back (the lock is in use), never finish
 // the break, and its acquire must time out.
 func TestPartialLockTableClaimed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("pid namespaces need root")
-	}
-	for _, tool := range []string{"unshare", "nsenter"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s (util-linux)", tool)
-		}
-	}
+	needNamespaces(t, "pid namespaces need root")
 	_, bin := publicBin(t)
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	in := func(args ...string) *exec.Cmd {
@@ -290,14 +290,7 @@ func TestPartialLockTableClaimed(t *testing.T) {
 // 28, case 2): a lockctl lock of another boot that a host process flocks
 // reads unknown in its doctor and live in its --fix, which keeps it.
 func TestUnreadLockTable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("pid namespaces need root")
-	}
-	for _, tool := range []string{"unshare", "nsenter"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s (util-linux)", tool)
-		}
-	}
+	needNamespaces(t, "pid namespaces need root")
 	_, bin := publicBin(t)
 	c := testutil.StartContainer(t, testutil.FreePid(t), "exec sleep 600")
 	dir := t.TempDir()

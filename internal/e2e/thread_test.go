@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,14 +18,7 @@ import (
 // host process or thread has, is held from the host, where doctor --fix
 // keeps it, and live inside the container (issue 28, case 3).
 func TestContainerThreadPidFile(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a pid namespace needs root")
-	}
-	for _, tool := range []string{"unshare", "nsenter"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s (util-linux)", tool)
-		}
-	}
+	needNamespaces(t, "a pid namespace needs root")
 	_, bin := publicBin(t)
 	ct := testutil.StartContainerThread(t)
 	dir := t.TempDir()

@@ -122,19 +122,9 @@ int main(int argc, char **argv) {
 // not see everything: a thread that went before its table could be told
 // is never taken to have held nothing.
 func TestEvidencePrivateTableChurn(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc): .ci/run installs gcc")
-	}
-	dir := t.TempDir()
-	file, src, bin := filepath.Join(dir, "held.lock"), filepath.Join(dir, "churn.c"), filepath.Join(dir, "churn")
+	bin := buildC(t, privateTableChurn)
+	file := filepath.Join(t.TempDir(), "held.lock")
 	mkEmpty(t, file, "")
-	if err := os.WriteFile(src, []byte(privateTableChurn), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
 	cmd := exec.Command(bin, file)
 	if line, err := startReady(t, cmd); err != nil {
 		t.Fatalf("the program said %q, %v", line, err)
@@ -185,19 +175,7 @@ func TestEvidenceExitingThreadUnseen(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it traces a thread of another process")
 	}
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc): .ci/run installs gcc")
-	}
-	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "exiting.c"), filepath.Join(dir, "exiting")
-	if err := os.WriteFile(src, []byte(exitingThread), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(buildC(t, exitingThread))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

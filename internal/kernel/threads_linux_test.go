@@ -67,23 +67,32 @@ func startLeaderExited(t *testing.T, file string) int {
 	return startC(t, leaderExited, file)
 }
 
+// buildC compiles the C program src (with -pthread) and returns the
+// binary, or skips the test where there is no C compiler: some of what the
+// kernel must be asked about (a leader that exits before its threads, a
+// thread with a table of its own) cannot be made from Go.
+func buildC(t *testing.T, src string) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc): .ci/run installs gcc")
+	}
+	dir := t.TempDir()
+	file, bin := filepath.Join(dir, "prog.c"), filepath.Join(dir, "prog")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-pthread", "-o", bin, file).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // startC builds the C program src and starts it with file, then waits
 // until it says ready and its leader shows Z.
 func startC(t *testing.T, src0, file string) int {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc): .ci/run installs gcc; a process whose main thread exits cannot be made from Go")
-	}
-	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "le.c"), filepath.Join(dir, "le")
-	if err := os.WriteFile(src, []byte(src0), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, file)
+	cmd := exec.Command(buildC(t, src0), file)
 	if line, err := startReady(t, cmd); err != nil {
 		t.Fatalf("the program said %q, %v", line, err)
 	}
