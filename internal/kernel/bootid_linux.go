@@ -146,27 +146,47 @@ type mountEntry struct {
 
 // mountByID finds the mount whose id is id in mountinfo.
 func mountByID(mountinfo string, id uint64) (mountEntry, bool) {
-	for _, line := range strings.Split(mountinfo, "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f := strings.Fields(pre)
-		g := strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 1 {
-			continue
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		if n, m, ok := parseMount(line); ok && n == id {
+			return m, true
 		}
-		if n, err := strconv.ParseUint(f[0], 10, 64); err != nil || n != id {
-			continue
-		}
-		m := mountEntry{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0]}
-		if maj, min, ok := strings.Cut(f[2], ":"); ok {
-			a, err1 := strconv.ParseUint(maj, 10, 32)
-			b, err2 := strconv.ParseUint(min, 10, 32)
-			if err1 == nil && err2 == nil {
-				m.dev = unix.Mkdev(uint32(a), uint32(b))
-			}
-		}
-		return m, true
 	}
 	return mountEntry{}, false
+}
+
+// mountsByID indexes every mount of mountinfo by its id, for a caller that
+// asks about many (the lock table's cover, once per gone lock).
+func mountsByID(mountinfo string) map[uint64]mountEntry {
+	ms := map[uint64]mountEntry{}
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		if n, m, ok := parseMount(line); ok {
+			ms[n] = m
+		}
+	}
+	return ms
+}
+
+// parseMount reads one line of a mountinfo: its mount id and entry.
+func parseMount(line string) (uint64, mountEntry, bool) {
+	pre, post, ok := strings.Cut(line, " - ")
+	f := strings.Fields(pre)
+	g := strings.Fields(post)
+	if !ok || len(f) < 5 || len(g) < 1 {
+		return 0, mountEntry{}, false
+	}
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, mountEntry{}, false
+	}
+	m := mountEntry{root: unescapeMount(f[3]), point: unescapeMount(f[4]), fstype: g[0]}
+	if maj, min, ok := strings.Cut(f[2], ":"); ok {
+		a, err1 := strconv.ParseUint(maj, 10, 32)
+		b, err2 := strconv.ParseUint(min, 10, 32)
+		if err1 == nil && err2 == nil {
+			m.dev = unix.Mkdev(uint32(a), uint32(b))
+		}
+	}
+	return n, m, true
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space, \011,

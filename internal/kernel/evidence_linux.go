@@ -180,6 +180,16 @@ type lockTable struct {
 	ok, whole     bool
 	doubt         string
 	mountinfo     string
+	mounts        map[uint64]mountEntry // mountinfo by mount id, where indexed
+}
+
+// mount finds the mount whose id is id, in the index where there is one.
+func (t lockTable) mount(id uint64) (mountEntry, bool) {
+	if t.mounts != nil {
+		m, ok := t.mounts[id]
+		return m, ok
+	}
+	return mountByID(t.mountinfo, id)
 }
 
 // Holders implements Evidence.
@@ -418,7 +428,7 @@ func readLockTable() lockTable {
 		t.doubt = fmt.Sprintf("whether /proc/locks is the kernel's lock table cannot be told (%v), so a lock it does not list may be held", errors.Unwrap(err))
 		return t
 	}
-	t.mountinfo = string(mi)
+	t.mountinfo, t.mounts = string(mi), mountsByID(string(mi))
 	if err := locksTrust(f, mi); err != nil {
 		t.whole = false
 		t.doubt = fmt.Sprintf("the lock table read here is not the kernel's whole one (%v), so a lock it does not list may be held", err)
@@ -512,7 +522,7 @@ func (t lockTable) cover(dir, name string, info fsx.Stat) verdict.TableCover {
 		c.Doubt = fmt.Sprintf("which mount the file is on could not be told, so whether the kernel's lock table lists it under its device (%s) cannot be told, and a lock it does not list may be held", devText)
 		return c
 	}
-	m, ok := mountByID(t.mountinfo, id)
+	m, ok := t.mount(id)
 	switch {
 	case !ok:
 		c.Doubt = fmt.Sprintf("the mount the file is on (id %d) is not in /proc/self/mountinfo, so whether the kernel's lock table lists it under its device (%s) cannot be told, and a lock it does not list may be held", id, devText)
