@@ -3,7 +3,7 @@ module github.com/lockctl/lockctl
 go 1.26.8
 
 require (
-	github.com/charmbracelet/lipgloss v1.0.0 // not 1.1: it links os/user, so cgo and libc, into every start (lean_test.go)
+	github.com/charmbracelet/lipgloss v1.0.0 // not 1.1: it links os/user, so cgo and libc, into every start (main_test.go, TestBinaryLinksNoCgo)
 	github.com/mattn/go-isatty v0.0.20
 	github.com/mattn/go-runewidth v0.0.16
 	github.com/rogpeppe/go-internal v1.16.0

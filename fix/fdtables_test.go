@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

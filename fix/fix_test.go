@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

@@ -13,15 +13,15 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/kernel"
-	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
 // Fixtures for the fix tests. Holders (real processes: testutil.Sleeper,
 // Gone, Zombie), holder records and tree snapshots come from
-// internal/testutil; what is here serves the fix tests alone.
+// internal/dev/testutil; what is here serves the fix tests alone.
 
 func must[T any](v T, err error) T {
 	if err != nil {

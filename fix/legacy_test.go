@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/internal/kernel"
-	"github.com/lockctl/lockctl/internal/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )

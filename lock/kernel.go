@@ -20,7 +20,7 @@ import (
 // Kind is the kind of a lockctl lock.
 type Kind string
 
-// The kinds of lock (docs/format.md).
+// The kinds of lock (docs/record-format.md).
 const (
 	// KindDir is a directory holding its holder's record (Acquire): it
 	// outlives its holder, which is why it carries a record to judge.

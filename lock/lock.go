@@ -2,7 +2,7 @@
 // by its holder's start time, and is broken automatically only when its
 // holder is provably gone.
 //
-// The lock is a directory holding one record (docs/format.md) that names
+// The lock is a directory holding one record (docs/record-format.md) that names
 // the holder: pid, start time, boot id, pid namespace and host. Acquire
 // builds that directory complete beside the lock, fsyncs it, and puts it in
 // place with renameat2(RENAME_NOREPLACE): the lock appears with its owner

@@ -21,7 +21,7 @@ func newToken(pid int) string {
 	return fmt.Sprintf("%d.%s.1", pid, hex.EncodeToString(b[:]))
 }
 
-// encode writes lockctl's record (docs/format.md). scan.ParseLockctl reads
+// encode writes lockctl's record (docs/record-format.md). scan.ParseLockctl reads
 // it; a test keeps the two in step.
 func encode(h scan.Holder) []byte {
 	var b strings.Builder

@@ -16,7 +16,7 @@ import (
 // last part of shared/seeds/000). A dispatcher reserves the lock before it
 // sends the work, so that two dispatches cannot both count one free slot;
 // the worker adopts it when it starts; the reservation ends by itself once
-// its grace has passed with no adoption. docs/format.md, "Reservations".
+// its grace has passed with no adoption. docs/record-format.md, "Reservations".
 
 // Reservation is a reserved lock: held, whoever reserved it, until Until.
 type Reservation struct {

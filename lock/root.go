@@ -12,7 +12,7 @@ import (
 )
 
 // Keyed locks (issue 20): one lock per repository root, whatever path each
-// caller names the tree by. docs/format.md, "Keyed locks".
+// caller names the tree by. docs/record-format.md, "Keyed locks".
 
 // RegistryEnv names the environment variable that overrides
 // DefaultRegistry.

@@ -11,7 +11,7 @@ import (
 // Slots (issue 20): a counting lock, up to N holders of one key. Slot 1 is
 // the lock itself; slot i is <stem>.slot<i><ext> beside it, each an
 // ordinary lock, taken, judged and broken like any, and each record says
-// how many slots there are. docs/format.md, "Slots".
+// how many slots there are. docs/record-format.md, "Slots".
 
 // MaxSlots bounds --slots: each try of a counting lock looks at every slot.
 const MaxSlots = 64

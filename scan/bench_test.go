@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/bench/tree"
+	"github.com/lockctl/lockctl/internal/dev/bench/tree"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"

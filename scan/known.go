@@ -9,7 +9,7 @@ import (
 )
 
 // KernelRecord is the whole content of a kernel-lock file that lockctl
-// created (docs/format.md): it marks the file as a kernel lock, held while
+// created (docs/record-format.md): it marks the file as a kernel lock, held while
 // a process has an flock on it, so that doctor calls it free when none does
 // and lockctl run takes it without being told the kind. It names no holder:
 // the kernel does.

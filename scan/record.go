@@ -333,7 +333,7 @@ const LockctlMagic = "lockctl-lock 1"
 // owner-less, and never as gone once the reserver exits.
 const ReserveMagic = "lockctl-lock 2"
 
-// ParseLockctl parses lockctl's own holder record (docs/format.md): the
+// ParseLockctl parses lockctl's own holder record (docs/record-format.md): the
 // versioned first line, then token, pid, start, boot, pidns, host, command
 // and acquired, in that order, then zero or more "also <pid> <start>" lines.
 // The token is <pid>.<32 lowercase hex>.<n> and its pid must be the record's.

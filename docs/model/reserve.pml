@@ -1,4 +1,4 @@
-/* A model of lockctl's reservations (issue 20; docs/format.md,
+/* A model of lockctl's reservations (issue 20; docs/record-format.md,
  * "Reservations"): a lock reserved for a worker not started yet, adopted by
  * that worker, broken once its grace has passed, and taken by acquirers,
  * with the adopter crashing at any step and --fix clearing what it leaves.

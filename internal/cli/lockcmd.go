@@ -731,5 +731,5 @@ func forwardSignal(s os.Signal, fg bool) bool {
 }
 
 // GateCommand is the process that would hold CMD at run's gate, for
-// internal/bench/runfloor, which times the gate without a lock.
+// internal/dev/bench/runfloor, which times the gate without a lock.
 func GateCommand(cmdArgs []string) (*exec.Cmd, error) { return gateCommand(cmdArgs) }

@@ -13,7 +13,7 @@ import (
 )
 
 // The reservation commands: reserve, adopt, and release --token (in
-// releaseAction). docs/format.md, "Reservations".
+// releaseAction). docs/record-format.md, "Reservations".
 
 func reserveCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
 	return []*cli.Command{

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 )
 
 // BenchmarkEvidenceGather times one look at every process's open files

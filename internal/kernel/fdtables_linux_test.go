@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/verdict"
 	"golang.org/x/sys/unix"
 )

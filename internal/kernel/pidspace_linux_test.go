@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/testutil"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 

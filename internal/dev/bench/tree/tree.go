@@ -1,0 +1,324 @@
+// Package tree builds synthetic lock registries for benchmarks: a directory
+// tree of mostly plain files, nested a few levels deep, with locks of every
+// format lockctl reads scattered through it, whose holders are a handful of
+// live processes shared by many locks, pids of processes that have been
+// started and reaped, or nobody at all.
+//
+// It is used by the Go benchmarks of package scan and by the reproducible
+// benchmark in internal/dev/bench (docs/performance.md).
+package tree
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// Kind is one sort of lock the generator writes.
+type Kind string
+
+// The kinds of lock, in the order they are dealt out (lock i is
+// Kinds[i%len(Kinds)]): four gone, four live, two owner-less.
+const (
+	GonePid       Kind = "gone-pid"        // "<reaped pid>\n"
+	GoneRegistryA Kind = "gone-registry-a" // dir + <lock>.holder naming a reaped pid
+	GoneLockctl   Kind = "gone-lockctl"    // lockctl's own record naming a reaped pid
+	GoneUUCP      Kind = "gone-uucp"       // "%10d\n" of a reaped pid
+	LivePid       Kind = "live-pid"        // "<live pid>\n"
+	LiveRegistryB Kind = "live-registry-b" // dir with holder.<token>, scoped to this host
+	LiveLockctl   Kind = "live-lockctl"    // lockctl's record, fenced by the live pid's start time
+	LiveKeyValue  Kind = "live-pid-kv"     // "pid=<live pid>\nhost=<host>\n"
+	OwnerlessDir  Kind = "ownerless-dir"   // an empty directory
+	OwnerlessZero Kind = "ownerless-zero"  // a file saying "0"
+)
+
+// Kinds lists every kind in dealing order.
+var Kinds = []Kind{GonePid, GoneRegistryA, GoneLockctl, GoneUUCP, LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue, OwnerlessDir, OwnerlessZero}
+
+// Proc is a live process a lock can name.
+type Proc struct {
+	Pid   int
+	Start uint64 // field 22 of /proc/<pid>/stat
+}
+
+// Procs are the holders the generator hands out: live sleep processes and
+// pids of processes that were started and reaped.
+type Procs struct {
+	Live []Proc
+	Gone []int
+	cmds []*exec.Cmd
+}
+
+// StartProcs starts nLive `sleep` processes and collects nGone distinct pids
+// of processes that ran and were reaped. Stop the live ones with Stop.
+func StartProcs(nLive, nGone int) (*Procs, error) {
+	p := &Procs{}
+	for i := 0; i < nLive; i++ {
+		c := exec.Command("sleep", "86400")
+		if err := c.Start(); err != nil {
+			p.Stop()
+			return nil, err
+		}
+		p.cmds = append(p.cmds, c)
+		pr := kernel.KernelProbe{}.Probe(c.Process.Pid)
+		if pr.State != verdict.StateRunning || !pr.HasStart {
+			p.Stop()
+			return nil, fmt.Errorf("cannot read the start time of pid %d: %v", c.Process.Pid, pr.Err)
+		}
+		p.Live = append(p.Live, Proc{Pid: c.Process.Pid, Start: pr.Start})
+	}
+	seen := map[int]bool{}
+	for len(p.Gone) < nGone {
+		c := exec.Command("true")
+		if err := c.Run(); err != nil {
+			p.Stop()
+			return nil, err
+		}
+		if pid := c.Process.Pid; !seen[pid] {
+			seen[pid] = true
+			p.Gone = append(p.Gone, pid)
+		}
+	}
+	return p, nil
+}
+
+// Stop kills and reaps the live processes.
+func (p *Procs) Stop() {
+	for _, c := range p.cmds {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	p.cmds = nil
+}
+
+// Spec says what to build.
+type Spec struct {
+	// Entries is the number of names in the tree below the root, counting
+	// directories, plain files, locks and the files that belong to locks.
+	Entries int
+	// Locks is how many locks there are among them.
+	Locks int
+	// PerDir is roughly how many entries a leaf directory holds (default 100).
+	PerDir int
+	// Seed makes the placement of the locks reproducible.
+	Seed uint64
+	// Host names this machine, boot and pid namespace in the records.
+	Host verdict.Host
+	// Procs are the holders to name. Live and Gone must not be empty when
+	// Locks > 0.
+	Procs *Procs
+	// Workers is how many goroutines create files (default 4).
+	Workers int
+}
+
+// Counts says what was built.
+type Counts struct {
+	Entries int // every name below the root
+	Dirs    int // directories that are not locks
+	Files   int // plain files that are not locks
+	Locks   int
+	ByKind  map[Kind]int
+}
+
+// Build creates the tree under root, which must exist and be empty.
+func Build(root string, s Spec) (Counts, error) {
+	if s.PerDir <= 0 {
+		s.PerDir = 100
+	}
+	if s.Workers <= 0 {
+		s.Workers = 4
+	}
+	if s.Locks > 0 && (s.Procs == nil || len(s.Procs.Live) == 0 || len(s.Procs.Gone) == 0) {
+		return Counts{}, fmt.Errorf("locks need live and gone holders")
+	}
+	c := Counts{ByKind: map[Kind]int{}}
+
+	dirs, err := makeLeaves(root, s, &c)
+	if err != nil {
+		return c, err
+	}
+
+	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
+	type lockJob struct {
+		dir  string
+		n    int
+		kind Kind
+	}
+	jobs := make([]lockJob, s.Locks)
+	lockEntries := 0
+	for i := range jobs {
+		k := Kinds[i%len(Kinds)]
+		jobs[i] = lockJob{dir: dirs[rng.IntN(len(dirs))], n: i, kind: k}
+		lockEntries += entriesOf(k)
+		c.ByKind[k]++
+	}
+	c.Locks = s.Locks
+	c.Files = max(0, s.Entries-c.Dirs-lockEntries)
+	c.Entries = c.Dirs + c.Files + lockEntries
+
+	now := time.Now()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+	}
+	for w := 0; w < s.Workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			// Plain files, dealt round-robin over the leaves.
+			for i := w; i < c.Files; i += s.Workers {
+				name := fileName(i)
+				f, err := os.OpenFile(filepath.Join(dirs[i%len(dirs)], name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+				if err != nil {
+					fail(err)
+					return
+				}
+				f.Close()
+			}
+			for i := w; i < len(jobs); i += s.Workers {
+				j := jobs[i]
+				if err := writeLock(j.dir, j.n, j.kind, s, now); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return c, first
+}
+
+// makeLeaves makes the leaf directories, three levels deep
+// (root/aNN/bNN/cNN), enough for s.PerDir entries each, counting them in c.
+func makeLeaves(root string, s Spec, c *Counts) ([]string, error) {
+	leaves := max(1, s.Entries/s.PerDir)
+	fan := max(1, int(math.Ceil(math.Cbrt(float64(leaves)))))
+	dirs := make([]string, 0, leaves)
+	made := map[string]bool{}
+	for i := 0; i < leaves; i++ {
+		a := fmt.Sprintf("a%03d", i/(fan*fan))
+		b := fmt.Sprintf("b%03d", (i/fan)%fan)
+		cc := fmt.Sprintf("c%03d", i%fan)
+		for _, d := range []string{a, filepath.Join(a, b), filepath.Join(a, b, cc)} {
+			if !made[d] {
+				made[d] = true
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					return nil, err
+				}
+				c.Dirs++
+			}
+		}
+		dirs = append(dirs, filepath.Join(root, a, b, cc))
+	}
+	return dirs, nil
+}
+
+func fileName(i int) string {
+	switch i % 4 {
+	case 0:
+		return fmt.Sprintf("src%07d.go", i)
+	case 1:
+		return fmt.Sprintf("obj%07d.o", i)
+	case 2:
+		return fmt.Sprintf("data%07d.json", i)
+	}
+	return fmt.Sprintf("log%07d.txt", i)
+}
+
+// entriesOf is how many names a lock of kind k adds to the tree.
+func entriesOf(k Kind) int {
+	switch k {
+	case GoneRegistryA, GoneLockctl, LiveRegistryB, LiveLockctl:
+		return 2 // the directory and one record
+	}
+	return 1
+}
+
+func hexOf(n int, salt string) string {
+	sum := sha256.Sum256([]byte(salt + strconv.Itoa(n)))
+	return hex.EncodeToString(sum[:16])
+}
+
+func writeLock(dir string, n int, k Kind, s Spec, now time.Time) error {
+	p := filepath.Join(dir, fmt.Sprintf("job%05d.lock", n))
+	live := s.Procs.Live[n%len(s.Procs.Live)]
+	gone := s.Procs.Gone[n%len(s.Procs.Gone)]
+	h := s.Host
+	file := func(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+	lockctl := func(pid int, start uint64) error {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+		tok := fmt.Sprintf("%d.%s.1", pid, hexOf(n, "lockctl"))
+		return file(filepath.Join(p, "holder"), fmt.Sprintf(
+			"lockctl-lock 1\ntoken %s\npid %d\nstart %d\nboot %s\npidns %s\nhost %s\ncommand bench\nacquired %s\n",
+			tok, pid, start, h.BootID, h.PidNS, h.Name, now.UTC().Format(time.RFC3339Nano)))
+	}
+	switch k {
+	case GonePid:
+		return file(p, fmt.Sprintf("%d\n", gone))
+	case GoneUUCP:
+		return file(p, fmt.Sprintf("%10d\n", gone))
+	case GoneRegistryA:
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+		tok := fmt.Sprintf("%s.%d.%d.%s", h.Name, gone, now.Unix(), hexOf(n, "a"))
+		return file(p+".holder", fmt.Sprintf("token %s\npid %d\ncommand build\nhost %s\n", tok, gone, h.Name))
+	case GoneLockctl:
+		// A start time no process has: the fence reads it as gone even if
+		// the pid has been reused since.
+		return lockctl(gone, 1)
+	case LivePid:
+		return file(p, fmt.Sprintf("%d\n", live.Pid))
+	case LiveKeyValue:
+		return file(p, fmt.Sprintf("pid=%d\nhost=%s\n", live.Pid, h.Name))
+	case LiveRegistryB:
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+		tok := fmt.Sprintf("%d.%s.1", live.Pid, hexOf(n, "b"))
+		rec := fmt.Sprintf("token %s\npid %d\ncommand agent\nhost %s\n", tok, live.Pid, h.Name)
+		if h.Scope != "" {
+			rec += "scope " + h.Scope + "\n"
+		}
+		return file(filepath.Join(p, "holder."+tok), rec)
+	case LiveLockctl:
+		return lockctl(live.Pid, live.Start)
+	case OwnerlessDir:
+		return os.Mkdir(p, 0o755)
+	case OwnerlessZero:
+		return file(p, "0\n")
+	}
+	return fmt.Errorf("unknown kind %q", k)
+}
+
+// Expected is the verdict each kind should get, for checking a report.
+func Expected(k Kind) verdict.Verdict {
+	switch k {
+	case GonePid, GoneRegistryA, GoneLockctl, GoneUUCP:
+		return verdict.Gone
+	case LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue:
+		return verdict.Live
+	}
+	return verdict.Ownerless
+}

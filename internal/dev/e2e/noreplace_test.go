@@ -1,0 +1,209 @@
+//go:build linux
+
+package e2e
+
+// The real binary on a kernel that refuses renameat2: a seccomp filter
+// makes every renameat2 fail with EINVAL, as NFS answers RENAME_NOREPLACE.
+// This is the file system where lockctl cannot claim a record without
+// risking replacing another, so it must sweep and break nothing, while
+// acquire and release still work by their link(2) fallbacks.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/kernel"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockctl/lockctl/internal/dev/testutil"
+)
+
+// noRenameat2Env, set in the environment of the test binary, makes
+// TestMain run its arguments as a command under the filter instead of
+// running tests.
+const noRenameat2Env = "LOCKCTL_TEST_NO_RENAMEAT2"
+
+// seccompArch is the AUDIT_ARCH of each GOARCH the filter is written for.
+var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
+
+// execWithoutRenameat2 installs a seccomp filter on every thread of this
+// process that fails renameat2 with EINVAL (and, when the environment says
+// "link", linkat with EPERM), checks that it works, and execs args, which
+// inherit it. It never returns.
+func execWithoutRenameat2(args []string) {
+	fail := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "no-renameat2: "+format+"\n", a...)
+		os.Exit(99)
+	}
+	arch, ok := seccompArch[runtime.GOARCH]
+	if !ok {
+		fail("no seccomp architecture for %s", runtime.GOARCH)
+	}
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4}, // seccomp_data.arch
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, K: arch},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jf: 1, K: unix.SYS_RENAMEAT2},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EINVAL)},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jf: 1, K: unix.SYS_LINKAT},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}, // linkat: see below
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	if os.Getenv(noRenameat2Env) == "link" {
+		filter[7].K = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM) // linkat
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fail("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		fail("seccomp: %v", e)
+	}
+	// The filter must be in force: a rename of nothing says EINVAL, not
+	// ENOENT.
+	if err := unix.Renameat2(unix.AT_FDCWD, "/nonexistent/a", unix.AT_FDCWD, "/nonexistent/b", unix.RENAME_NOREPLACE); err != unix.EINVAL {
+		fail("renameat2 still answers %v under the filter", err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, noRenameat2Env+"=") {
+			env = append(env, kv)
+		}
+	}
+	fail("exec %s: %v", args[0], syscall.Exec(args[0], args, env))
+}
+
+// noReplace runs lockctl with args under the filter and waits for it.
+func (r *lcReaper) noReplace(args ...string) lcResult {
+	r.t.Helper()
+	return r.seccomped("1", args...)
+}
+
+// seccomped runs lockctl with args under the filter of mode ("1": no
+// renameat2; "link": no renameat2 and no linkat) and waits for it.
+func (r *lcReaper) seccomped(mode string, args ...string) lcResult {
+	r.t.Helper()
+	if _, ok := seccompArch[runtime.GOARCH]; !ok {
+		r.t.Skipf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := r.start([]string{noRenameat2Env + "=" + mode}, append([]string{self, lcBinary(r.t)}, args...)...)
+	code := p.wait(time.Minute)
+	res := lcResult{code: code, stdout: p.outText(), stderr: p.errText()}
+	if code == 99 {
+		r.t.Fatalf("the seccomp wrapper failed: %s", res.stderr)
+	}
+	return res
+}
+
+// gonePid is the pid of a process that has exited and been reaped.
+func (r *lcReaper) gonePid() int {
+	s := r.sleeper()
+	s.kill()
+	r.waitGone(s.pid)
+	return s.pid
+}
+
+// TestFixWithoutNoReplace: doctor --fix finds gone locks of every format,
+// and keeps every one, saying why; not a byte changes.
+func TestFixWithoutNoReplace(t *testing.T) {
+	r := lcNewReaper(t)
+	host := kernel.LocalHost()
+	dir := t.TempDir()
+	gone := r.gonePid()
+	// Generation A, generation B, a pid file, and lockctl's own lock.
+	testutil.Mkdir(t, filepath.Join(dir, "a.lock"))
+	testutil.WriteFile(t, filepath.Join(dir, "a.lock.holder"), testutil.RecA(gone, host.Name))
+	if host.Scope != "" {
+		tok := testutil.TokenB(gone, 1)
+		testutil.Mkdir(t, filepath.Join(dir, "b.lock"))
+		testutil.WriteFile(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
+	}
+	testutil.WriteFile(t, filepath.Join(dir, "p.lock"), testutil.PidRec(gone))
+	s := r.sleeper()
+	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "own.lock"))
+	s.kill()
+	r.waitGone(s.pid)
+	before := testutil.Snapshot(t, dir)
+
+	res := r.noReplace("doctor", "--fix", "--json", dir)
+	if res.code != 1 {
+		t.Fatalf("doctor --fix: exit %d, want 1\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	doc := feDecode(t, "doctor --fix", []byte(res.stdout))
+	if len(doc.Locks) < 3 {
+		t.Fatalf("doctor --fix judged %d locks, want every one: %s", len(doc.Locks), res.stdout)
+	}
+	for _, l := range doc.Locks {
+		if l.Verdict != "gone" || l.Action != "kept" || !strings.Contains(l.ActionReason, "cannot rename without replacing") {
+			t.Errorf("%s: %s, %s (%s), want gone and kept because the file system cannot rename without replacing", l.Path, l.Verdict, l.Action, l.ActionReason)
+		}
+	}
+	// Where it cannot claim, doctor --fix may not so much as touch a lock.
+	testutil.Untouched(t, dir, before)
+}
+
+// TestLockWithoutNoReplace: acquire publishes by mkdir and link, release
+// claims by link, run goes through, and a gone holder's lock is not broken:
+// acquire times out (75) and leaves it as it was.
+func TestLockWithoutNoReplace(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	s := r.sleeper()
+
+	if res := r.noReplace("acquire", "--holder-pid", strconv.Itoa(s.pid), l); res.code != 0 {
+		t.Fatalf("acquire: exit %d\n%s", res.code, res.stderr)
+	}
+	if got := r.doctor(dir)["x.lock"]; got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
+		t.Fatalf("after acquire, the lock is %+v, want live, held by %d", got, s.pid)
+	}
+	testutil.WantNames(t, dir, "x.lock")
+	if res := r.noReplace("release", "--holder-pid", strconv.Itoa(s.pid), l); res.code != 0 {
+		t.Fatalf("release: exit %d\n%s", res.code, res.stderr)
+	}
+	testutil.WantNames(t, dir)
+
+	if res := r.noReplace("run", l, "--", "sh", "-c", "test -f "+l+"/holder"); res.code != 0 {
+		t.Fatalf("run: exit %d, want the command's 0 (the lock held while it ran)\n%s", res.code, res.stderr)
+	}
+	testutil.WantNames(t, dir)
+
+	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
+	s.kill()
+	r.waitGone(s.pid)
+	before := testutil.Snapshot(t, dir)
+	res := r.noReplace("acquire", "--timeout", "300ms", l)
+	if res.code != cli.ExitTimeout {
+		t.Errorf("acquire over a gone holder: exit %d, want %d (cannot break without a no-replace rename)\n%s", res.code, cli.ExitTimeout, res.stderr)
+	}
+	// Nor may acquire touch the gone holder's lock it cannot break.
+	testutil.Untouched(t, dir, before)
+}
+
+// TestPublishFailsCleanly: where neither renameat2 nor link works, acquire
+// cannot publish, says so, and leaves nothing behind: no empty directory
+// standing as an owner-less lock, no build.
+func TestPublishFailsCleanly(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	res := r.seccomped("link", "acquire", "--timeout", "5s", filepath.Join(dir, "x.lock"))
+	if res.code == 0 || res.code == cli.ExitTimeout {
+		t.Errorf("acquire with no way to publish: exit %d, want an error\n%s", res.code, res.stderr)
+	}
+	testutil.WantNames(t, dir)
+}

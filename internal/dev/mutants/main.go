@@ -1,0 +1,315 @@
+// Command mutants checks that every safety mechanism of lockctl has a test
+// that notices when the mechanism is gone.
+//
+// Each file in internal/dev/mutants/patches is a patch that reverts one
+// mechanism, with a header naming what it breaks and which tests must
+// notice:
+//
+//	# mutant: eperm-dead
+//	# what: EPERM from kill(pid, 0) is read as "no such process"
+//	# packages: ./internal/kernel
+//	# tests: TestKernelProbeEPERM
+//	--- a/internal/kernel/probe_linux.go
+//	+++ b/internal/kernel/probe_linux.go
+//	...
+//
+// For each patch, mutants applies it to copies of the files it changes
+// only, and runs the named tests in the module with those files overlaid
+// (go test -overlay, through GOFLAGS, so that a test that builds lockctl
+// builds the mutated one), so the build cache serves everything else (a
+// patch that no longer applies is a failure, not a skip). It prints
+// "killed NAME by TestX" or "SURVIVED NAME". The last line is "mutants: N
+// killed, M survived"; the exit status is non-zero if anything survived or
+// failed to apply.
+//
+// Run it from the module root: go run ./internal/dev/mutants [-run REGEXP].
+//
+// To make a patch, break the mechanism in place, in files with no other
+// uncommitted change, and save the change as a mutant; save also restores
+// the files:
+//
+//	go run ./internal/dev/mutants -save NAME -what WHAT -packages ./verdict -tests 'TestX|TestY' FILE...
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+type mutant struct {
+	name     string
+	what     string
+	packages []string
+	tests    string
+	file     string
+}
+
+func main() {
+	run := flag.String("run", "", "only the mutants whose name matches `REGEXP`")
+	list := flag.Bool("list", false, "list the mutants and exit")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give each mutant's tests at most `D`")
+	var m mutant
+	flag.StringVar(&m.name, "save", "", "save the uncommitted change of the named files as mutant `NAME`, and restore them")
+	flag.StringVar(&m.what, "what", "", "with -save: what the mutant breaks")
+	pkgs := flag.String("packages", "", "with -save: the `packages` whose tests must notice, space-separated")
+	flag.StringVar(&m.tests, "tests", "", "with -save: the tests (a -run `REGEXP`) that must notice")
+	flag.Parse()
+	if m.name != "" {
+		m.packages = strings.Fields(*pkgs)
+		os.Exit(save(m, flag.Args(), os.Stdout, os.Stderr))
+	}
+	os.Exit(mainErr(*run, *list, *timeout, os.Stdout, os.Stderr))
+}
+
+// save writes the uncommitted change of files as the patch of mutant m,
+// then reverses it, so the files are as committed again.
+func save(m mutant, files []string, stdout, stderr io.Writer) int {
+	if m.what == "" || len(m.packages) == 0 || m.tests == "" || len(files) == 0 {
+		fmt.Fprintln(stderr, "mutants: -save needs -what, -packages, -tests and the files that were changed")
+		return 2
+	}
+	if strings.ContainsAny(m.name, "/\\ ") {
+		fmt.Fprintf(stderr, "mutants: %q is not a mutant name\n", m.name)
+		return 2
+	}
+	diff, err := exec.Command("git", append([]string{"diff", "--no-color", "--no-ext-diff", "--"}, files...)...).Output()
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: git diff: %v\n", err)
+		return 2
+	}
+	if len(diff) == 0 {
+		fmt.Fprintf(stderr, "mutants: %s has no uncommitted change: break the mechanism there first\n", strings.Join(files, " "))
+		return 2
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# mutant: %s\n# what: %s\n# packages: %s\n# tests: %s\n", m.name, m.what, strings.Join(m.packages, " "), m.tests)
+	b.Write(diff)
+	path := filepath.Join("internal/dev/mutants/patches", m.name+".patch")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "mutants: %v (run me from the module root)\n", err)
+		return 2
+	}
+	undo := exec.Command("git", "apply", "-R", "-")
+	undo.Stdin = bytes.NewReader(diff)
+	if out, err := undo.CombinedOutput(); err != nil {
+		fmt.Fprintf(stderr, "mutants: saved %s, but cannot restore %s: %s\n", path, strings.Join(files, " "), out)
+		return 1
+	}
+	fmt.Fprintf(stdout, "saved %s; %s restored\n", path, strings.Join(files, " "))
+	return 0
+}
+
+func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Writer) int {
+	root, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: %v\n", err)
+		return 2
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		fmt.Fprintf(stderr, "mutants: run me from the module root (no go.mod in %s)\n", root)
+		return 2
+	}
+	ms, err := load(filepath.Join(root, "internal/dev/mutants/patches"))
+	if err != nil {
+		fmt.Fprintf(stderr, "mutants: %v\n", err)
+		return 2
+	}
+	var re *regexp.Regexp
+	if run != "" {
+		if re, err = regexp.Compile(run); err != nil {
+			fmt.Fprintf(stderr, "mutants: -run: %v\n", err)
+			return 2
+		}
+	}
+	killed, survived, broken := 0, 0, 0
+	for _, m := range ms {
+		if re != nil && !re.MatchString(m.name) {
+			continue
+		}
+		if list {
+			fmt.Fprintf(stdout, "%-32s %s\n", m.name, m.what)
+			continue
+		}
+		start := time.Now()
+		by, err := try(root, m, timeout)
+		switch {
+		case err != nil:
+			broken++
+			fmt.Fprintf(stdout, "BROKEN %s: %v\n", m.name, err)
+		case by == "":
+			survived++
+			fmt.Fprintf(stdout, "SURVIVED %s (%s): no test in %s noticed\n", m.name, m.what, strings.Join(m.packages, " "))
+		default:
+			killed++
+			fmt.Fprintf(stdout, "killed %s by %s (%.1fs)\n", m.name, by, time.Since(start).Seconds())
+		}
+	}
+	if list {
+		return 0
+	}
+	if broken > 0 {
+		fmt.Fprintf(stdout, "mutants: %d patches do not apply or could not be tested\n", broken)
+	}
+	fmt.Fprintf(stdout, "mutants: %d killed, %d survived\n", killed, survived)
+	if survived > 0 || broken > 0 {
+		return 1
+	}
+	return 0
+}
+
+// load reads the patches and their headers.
+func load(dir string) ([]mutant, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ms []mutant
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".patch") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		m := mutant{file: p}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "# ") {
+				break
+			}
+			k, v, _ := strings.Cut(strings.TrimPrefix(line, "# "), ": ")
+			switch k {
+			case "mutant":
+				m.name = v
+			case "what":
+				m.what = v
+			case "packages":
+				m.packages = strings.Fields(v)
+			case "tests":
+				m.tests = v
+			}
+		}
+		if m.name == "" || len(m.packages) == 0 || m.tests == "" {
+			return nil, fmt.Errorf("%s: the header must name the mutant, its packages and its tests", p)
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	return ms, nil
+}
+
+// try applies m to the files it changes, in a directory of their own, and
+// runs its tests in the module itself with those files overlaid (go
+// test -overlay, passed through GOFLAGS so that a test that builds the
+// lockctl binary builds the mutated one too). Nothing else is copied, so
+// the build cache serves every package the patch does not touch. It
+// returns the first test that failed, or "" if all passed.
+func try(root string, m mutant, timeout time.Duration) (string, error) {
+	tmp, err := os.MkdirTemp("", "lockctl-mutant-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	files, err := patchedFiles(m.file)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the patch makes it
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, "src", filepath.Dir(f)), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "src", f), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	apply := exec.Command("git", "apply", "--whitespace=nowarn", m.file)
+	apply.Dir = filepath.Join(tmp, "src")
+	if err := os.MkdirAll(apply.Dir, 0o755); err != nil {
+		return "", err
+	}
+	if out, err := apply.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("the patch does not apply: %s", strings.TrimSpace(string(out)))
+	}
+	overlay := struct{ Replace map[string]string }{map[string]string{}}
+	for _, f := range files {
+		mutated := filepath.Join(tmp, "src", f)
+		if _, err := os.Stat(mutated); err != nil {
+			mutated = "" // the patch deletes it
+		}
+		overlay.Replace[filepath.Join(root, f)] = mutated
+	}
+	ov := filepath.Join(tmp, "overlay.json")
+	b, _ := json.Marshal(overlay)
+	if err := os.WriteFile(ov, b, 0o644); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args := append([]string{"test", "-count=1", "-run", m.tests}, m.packages...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov))
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return "timeout after " + timeout.String(), nil // a hang is noticed too
+	}
+	if err == nil {
+		return "", nil
+	}
+	if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+		return "", fmt.Errorf("the mutated module does not build:\n%s", out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			return strings.Fields(t)[0], nil
+		}
+	}
+	return "go test (exit status " + fmt.Sprint(cmd.ProcessState.ExitCode()) + ")", nil
+}
+
+// patchedFiles lists the files a patch changes, makes or deletes, relative
+// to the module root.
+func patchedFiles(patch string) ([]string, error) {
+	b, err := os.ReadFile(patch)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, prefix := range []string{"--- a/", "+++ b/"} {
+			if f, ok := strings.CutPrefix(line, prefix); ok && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s changes no file", patch)
+	}
+	return files, nil
+}
