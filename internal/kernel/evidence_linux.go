@@ -597,9 +597,14 @@ const initialPidNS = "pid:[4026531836]"
 // lost a thread before it could tell its table is taken again, for up to
 // about 60ms (a process tearing down a large heap as it exits has threads
 // exiting for that long), before the process is called unseen.
-func (k *fdScan) scanFds(pid int) bool {
+func (k *fdScan) scanFds(pid int) bool { return retryTables(pid, k.scanTables) }
+
+// retryTables is scanFds's loop around one attempt, try: a process whose
+// tables were lost to thread churn on every attempt is unseen unless it
+// has exited.
+func retryTables(pid int, try func(pid int) (seen, again bool)) bool {
 	for attempt := 0; ; attempt++ {
-		seen, again := k.scanTables(pid)
+		seen, again := try(pid)
 		if !again {
 			return seen
 		}

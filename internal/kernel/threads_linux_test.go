@@ -5,6 +5,7 @@ package kernel
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,23 @@ func TestEvidenceThreadChurn(t *testing.T) {
 		}
 	}
 	t.Logf("found %d times, incomplete %d times", found, unsure)
+}
+
+// TestRetryTablesLostEveryTime: a live process whose thread tables were
+// lost on every attempt (TestEvidenceThreadChurn makes that happen only
+// when the race goes that way) is unseen, never seen with nothing open.
+func TestRetryTablesLostEveryTime(t *testing.T) {
+	tries := 0
+	lost := func(int) (bool, bool) { tries++; return false, true }
+	if retryTables(os.Getpid(), lost) {
+		t.Fatalf("a live process whose tables were lost %d times in a row was called seen", tries)
+	}
+	if tries < 2 {
+		t.Errorf("tried %d times, want the look taken again", tries)
+	}
+	if !retryTables(math.MaxInt32, lost) {
+		t.Errorf("a process that has exited was called unseen")
+	}
 }
 
 // startReady starts cmd, killed and reaped at cleanup, and waits for the
