@@ -22,7 +22,12 @@
 // killed, M survived"; the exit status is non-zero if anything survived or
 // failed to apply.
 //
-// Run it from the module root: go run ./internal/dev/mutants [-run REGEXP].
+// Each mutant's packages are tested one at a time, in the header's order,
+// each stopping at its first failure (-failfast): the first failure kills
+// the mutant, and the rest would only wait out timeouts the mutant causes.
+// -j N tries N mutants at once, each in a go test of its own.
+//
+// Run it from the module root: go run ./internal/dev/mutants [-run REGEXP] [-j N].
 //
 // To make a patch, break the mechanism in place, in files with no other
 // uncommitted change, and save the change as a mutant; save also restores
@@ -62,6 +67,7 @@ func main() {
 	run := flag.String("run", "", "only the mutants whose name matches `REGEXP`")
 	list := flag.Bool("list", false, "list the mutants and exit")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give each mutant's tests at most `D`")
+	jobs := flag.Int("j", 1, "try `N` mutants at once")
 	var m mutant
 	flag.StringVar(&m.name, "save", "", "save the uncommitted change of the named files as mutant `NAME`, and restore them")
 	flag.StringVar(&m.what, "what", "", "with -save: what the mutant breaks")
@@ -72,7 +78,7 @@ func main() {
 		m.packages = strings.Fields(*pkgs)
 		os.Exit(save(m, flag.Args(), os.Stdout, os.Stderr))
 	}
-	os.Exit(mainErr(*run, *list, *timeout, os.Stdout, os.Stderr))
+	os.Exit(mainErr(*run, *list, *jobs, *timeout, os.Stdout, os.Stderr))
 }
 
 // save writes the uncommitted change of files as the patch of mutant m,
@@ -113,7 +119,7 @@ func save(m mutant, files []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Writer) int {
+func mainErr(run string, list bool, jobs int, timeout time.Duration, stdout, stderr io.Writer) int {
 	root, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stderr, "mutants: %v\n", err)
@@ -135,7 +141,7 @@ func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Wri
 			return 2
 		}
 	}
-	killed, survived, broken := 0, 0, 0
+	var todo []mutant
 	for _, m := range ms {
 		if re != nil && !re.MatchString(m.name) {
 			continue
@@ -144,18 +150,21 @@ func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Wri
 			fmt.Fprintf(stdout, "%-32s %s\n", m.name, m.what)
 			continue
 		}
-		start := time.Now()
-		by, err := try(root, m, timeout)
+		todo = append(todo, m)
+	}
+	killed, survived, broken := 0, 0, 0
+	for r := range tryAll(root, todo, jobs, timeout) {
+		m := r.m
 		switch {
-		case err != nil:
+		case r.err != nil:
 			broken++
-			fmt.Fprintf(stdout, "BROKEN %s: %v\n", m.name, err)
-		case by == "":
+			fmt.Fprintf(stdout, "BROKEN %s: %v\n", m.name, r.err)
+		case r.by == "":
 			survived++
 			fmt.Fprintf(stdout, "SURVIVED %s (%s): no test in %s noticed\n", m.name, m.what, strings.Join(m.packages, " "))
 		default:
 			killed++
-			fmt.Fprintf(stdout, "killed %s by %s (%.1fs)\n", m.name, by, time.Since(start).Seconds())
+			fmt.Fprintf(stdout, "killed %s by %s (%.1fs)\n", m.name, r.by, r.took.Seconds())
 		}
 	}
 	if list {
@@ -169,6 +178,44 @@ func mainErr(run string, list bool, timeout time.Duration, stdout, stderr io.Wri
 		return 1
 	}
 	return 0
+}
+
+// result is what trying one mutant found.
+type result struct {
+	m    mutant
+	by   string
+	err  error
+	took time.Duration
+}
+
+// tryAll tries the mutants, jobs at a time, and yields their results in
+// the mutants' order. Each mutant's tests run in a go test of their own,
+// with their own overlay, so two never see each other's patch.
+func tryAll(root string, ms []mutant, jobs int, timeout time.Duration) <-chan result {
+	out := make(chan result)
+	done := make([]chan result, len(ms))
+	for i := range done {
+		done[i] = make(chan result, 1)
+	}
+	sem := make(chan struct{}, max(jobs, 1))
+	go func() {
+		for i, m := range ms {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				start := time.Now()
+				by, err := try(root, m, timeout)
+				done[i] <- result{m, by, err, time.Since(start)}
+			}()
+		}
+	}()
+	go func() {
+		defer close(out)
+		for _, d := range done {
+			out <- <-d
+		}
+	}()
+	return out
 }
 
 // load reads the patches and their headers.
@@ -269,26 +316,32 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := append([]string{"test", "-count=1", "-run", m.tests}, m.packages...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov))
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		return "timeout after " + timeout.String(), nil // a hang is noticed too
-	}
-	if err == nil {
-		return "", nil
-	}
-	if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
-		return "", fmt.Errorf("the mutated module does not build:\n%s", out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
-			return strings.Fields(t)[0], nil
+	// One package at a time, in the header's order, each stopping at its
+	// first failing test (-failfast): a mutant is killed by the first
+	// failure, and the tests after it, which a mutant often makes wait
+	// out a timeout, would only spend time.
+	for _, pkg := range m.packages {
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-failfast", "-run", m.tests, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov))
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			return "timeout after " + timeout.String(), nil // a hang is noticed too
 		}
+		if err == nil {
+			continue
+		}
+		if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+			return "", fmt.Errorf("the mutated module does not build:\n%s", out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+				return strings.Fields(t)[0], nil
+			}
+		}
+		return "go test " + pkg + " (exit status " + fmt.Sprint(cmd.ProcessState.ExitCode()) + ")", nil
 	}
-	return "go test (exit status " + fmt.Sprint(cmd.ProcessState.ExitCode()) + ")", nil
+	return "", nil
 }
 
 // patchedFiles lists the files a patch changes, makes or deletes, relative
