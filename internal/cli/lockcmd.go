@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
@@ -227,7 +226,7 @@ func holderPid(c *cli.Context) (int, error) {
 		// lockctl and exits with it. It would hold the lock for a moment,
 		// and the lock would read gone at once: the holder is above it.
 		via = append(via, fmt.Sprintf("%s (pid %d)", name, p))
-		p = parentOf(p)
+		p = kernel.Parent(p)
 	}
 	if p <= 1 {
 		why := "lockctl's parent is pid %d, which would hold the lock for ever"
@@ -251,34 +250,10 @@ var forkingWrappers = map[string]bool{
 
 // forkingWrapper names pid's program if it is a forking wrapper.
 func forkingWrapper(pid int) string {
-	name := ""
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
-		name = filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	} else {
-		name = processName(pid)
-	}
-	if forkingWrappers[name] {
+	if name := kernel.Program(pid); forkingWrappers[name] {
 		return name
 	}
 	return ""
-}
-
-// parentOf is pid's parent, or 0 when it cannot be read.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }
 
 // checkTimeout refuses a negative --timeout, which would otherwise mean
@@ -420,13 +395,7 @@ func releaseAction(c *cli.Context) error {
 }
 
 // processName is the command name of pid, for the record.
-func processName(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil || len(b) < 2 {
-		return ""
-	}
-	return string(b[:len(b)-1])
-}
+func processName(pid int) string { return kernel.Command(pid) }
 
 func runAction(c *cli.Context) error {
 	path, root, cmdArgs, err := runArgs(c)
