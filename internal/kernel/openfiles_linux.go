@@ -150,16 +150,30 @@ func (k *fdScan) scanFds(pid int) bool {
 // could be read (the leader has exited, and so had every thread looked at).
 func (k *fdScan) scanTables(pid int) (seen, again bool) {
 	p := strconv.Itoa(pid)
+	names, seen, done := k.scanLeader(pid, p)
+	if done {
+		return seen, false
+	}
+	read, seen, done := leaderRead(pid, p, names)
+	if done {
+		return seen, false
+	}
+	return k.scanOthers(pid, p, read)
+}
+
+// scanLeader reads the leader's table (/proc/<pid>/fd) and returns its
+// names. done is true when that settles the attempt, with seen its answer.
+func (k *fdScan) scanLeader(pid int, p string) (names []string, seen, done bool) {
 	f, err := openProcDir("/proc/" + p + "/fd")
 	if err != nil {
 		// Exited (or exiting) while being read: it holds nothing. Any
 		// other refusal leaves it unseen.
-		return os.IsNotExist(err) || exited(pid), false
+		return nil, os.IsNotExist(err) || exited(pid), true
 	}
-	names, err := f.Readdirnames(-1)
+	names, err = f.Readdirnames(-1)
 	if err != nil {
 		f.Close()
-		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
+		return nil, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), true
 	}
 	// A descriptor that could not be followed (EACCES: a process more
 	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
@@ -167,23 +181,28 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 	_, unseen := k.index(pid, f, names)
 	f.Close()
 	if unseen > 0 {
-		return exited(pid), false
+		return nil, exited(pid), true
 	}
-	// read: the threads whose tables were read in full. The leader's is,
-	// unless the leader has exited: its table then shows nothing, while
-	// its other threads, which may share it, hold their files open.
+	return names, false, false
+}
+
+// leaderRead starts read, the threads whose tables were read in full,
+// from the leader's stat: the leader's is, unless the leader has exited:
+// its table (names) then shows nothing, while its other threads, which
+// may share it, hold their files open. done is true when that settles the
+// attempt, with seen its answer.
+func leaderRead(pid int, p string, names []string) (read []int, seen, done bool) {
 	b, err := readFile("/proc/" + p + "/stat")
 	if err != nil {
-		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
+		return nil, os.IsNotExist(err) || errors.Is(err, unix.ESRCH), true
 	}
 	state, _, _, err := ParseStat(b)
 	switch {
 	case err != nil:
-		return false, false
+		return nil, false, true
 	case statExited(b, state):
-		return true, false // exited: it holds nothing
+		return nil, true, true // exited: it holds nothing
 	}
-	var read []int
 	if len(names) > 0 || state != 'Z' && state != 'X' && state != 'x' {
 		read = append(read, pid)
 		// A single thread (field 20, num_threads): the leader's table,
@@ -191,11 +210,16 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 		// its files after this look began, as a process started since
 		// would have.)
 		if n, ok := statField(b, 20); ok && n == "1" {
-			return true, false
+			return read, true, true
 		}
 	}
-	// Every other thread: one that shares a table read (kcmp says so) is
-	// seen; any other's table is read.
+	return read, false, false
+}
+
+// scanOthers is the rest of scanTables, after the leader: every other
+// thread that shares a table read (kcmp says so) is seen; any other's
+// table is read.
+func (k *fdScan) scanOthers(pid int, p string, read []int) (seen, again bool) {
 	t, err := openProcDir("/proc/" + p + "/task")
 	if err != nil {
 		return os.IsNotExist(err) || exited(pid), false
