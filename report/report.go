@@ -439,13 +439,10 @@ func slotOf(path string) (string, int) {
 
 func render(s lipgloss.Style, text string) string { return s.Render(text) }
 
-func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles, o fix.Outcome, fixed bool) {
+// lockWhat is writeLock's "what" line: the lock's producer, format and
+// kind, and when it was last modified.
+func lockWhat(now time.Time, res verdict.Result) string {
 	l := res.Lock
-	word := fmt.Sprintf("%-9s", strings.ToUpper(string(res.Verdict)))
-	fmt.Fprintf(b, "%s %s\n", render(st.verdict[res.Verdict], word), render(st.path, ShellQuote(l.Path)))
-	line := func(label, text string) {
-		fmt.Fprintf(b, "  %s %s\n", render(st.label, fmt.Sprintf("%-7s", label)), text)
-	}
 	what := fmt.Sprintf("%s, %s", l.Format, l.Kind)
 	if l.Producer != "" && l.Producer != string(l.Format) {
 		what = l.Producer + " lock: " + what
@@ -453,32 +450,48 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 	if !res.Modified.IsZero() {
 		what += fmt.Sprintf(", modified %s (%s ago)", res.Modified.UTC().Format(time.RFC3339), Age(now.Sub(res.Modified)))
 	}
-	line("what", what)
+	return what
+}
+
+// holderText is writeLock's "holder" line for the holder h its record
+// names: pid, command, host, start and user, each where known.
+func holderText(now time.Time, res verdict.Result, h *scan.Holder) string {
+	hs := "pid " + Clean(h.PidText)
+	if h.Reserved {
+		hs = "reserved by pid " + Clean(h.PidText)
+	}
+	if h.PidText == "" {
+		hs = fmt.Sprintf("pid %d", h.Pid)
+	}
+	if h.Command != "" {
+		hs += ", command " + Clean(h.Command)
+	}
+	if h.Host != "" {
+		hs += ", host " + Clean(h.Host)
+	}
+	if !res.Started.IsZero() {
+		hs += ", process started " + res.Started.UTC().Format(time.RFC3339)
+		if res.Verdict == verdict.Live {
+			hs += " (running for " + Age(now.Sub(res.Started)) + ")"
+		}
+	}
+	if d := res.Detail; d != nil && d.User != "" {
+		hs += ", user " + Clean(d.User)
+	}
+	return hs
+}
+
+func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles, o fix.Outcome, fixed bool) {
+	l := res.Lock
+	word := fmt.Sprintf("%-9s", strings.ToUpper(string(res.Verdict)))
+	fmt.Fprintf(b, "%s %s\n", render(st.verdict[res.Verdict], word), render(st.path, ShellQuote(l.Path)))
+	line := func(label, text string) {
+		fmt.Fprintf(b, "  %s %s\n", render(st.label, fmt.Sprintf("%-7s", label)), text)
+	}
+	line("what", lockWhat(now, res))
 	line("why", Clean(res.Reason))
 	if h := res.Holder; h != nil {
-		hs := "pid " + Clean(h.PidText)
-		if h.Reserved {
-			hs = "reserved by pid " + Clean(h.PidText)
-		}
-		if h.PidText == "" {
-			hs = fmt.Sprintf("pid %d", h.Pid)
-		}
-		if h.Command != "" {
-			hs += ", command " + Clean(h.Command)
-		}
-		if h.Host != "" {
-			hs += ", host " + Clean(h.Host)
-		}
-		if !res.Started.IsZero() {
-			hs += ", process started " + res.Started.UTC().Format(time.RFC3339)
-			if res.Verdict == verdict.Live {
-				hs += " (running for " + Age(now.Sub(res.Started)) + ")"
-			}
-		}
-		if d := res.Detail; d != nil && d.User != "" {
-			hs += ", user " + Clean(d.User)
-		}
-		line("holder", hs)
+		line("holder", holderText(now, res, h))
 		if h.Root != "" {
 			line("root", "occupies "+Clean(h.Root)+" (a keyed lock: lockctl --root)")
 		}

@@ -275,52 +275,13 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 	}
 	switch p.State {
 	case StateAbsent, StateZombie:
-		if format == scan.FormatRegistryB && h.Scope == "" {
-			// The writer could not tell where it was: a pid that is absent
-			// (or a zombie) here may name a process in another namespace.
-			return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
-		}
-		if !placed {
-			if why := j.elsewhere(pid); why != "" {
-				here := "is not running in this pid namespace"
-				if p.State == StateZombie {
-					here = fmt.Sprintf("is a zombie (%s) in this pid namespace", p.Comm)
-				}
-				return out(Unknown, "pid %d %s, but the record does not say which pid namespace wrote it, and %s", pid, here, why)
-			}
-		}
-		where := j.pidSpace(placed)
-		if p.State == StateZombie {
-			return proved(jd, fmt.Sprintf("pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm),
-				Fact{Exited, "/proc/<pid>/stat, state Z or X with one thread, read through a /proc of this pid namespace", ""}, where)
-		}
-		return proved(jd, fmt.Sprintf("pid %d is not running", pid), where)
+		return j.notRunning(jd, h, p, pid, placed, format)
 	case StateRunning:
 	default:
 		return out(Unknown, "cannot tell whether pid %d is running: %s", pid, errText(p.Err))
 	}
 	if fenced {
-		now, has := startAsRecorded(p, raw)
-		switch {
-		case !has:
-			return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
-		case now == start:
-			return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
-		}
-		if err := j.oneClock(pid, raw); err != nil {
-			return out(Unknown, "pid %d is running with start time %d as this reader is shown it, not the recorded %d, but the record's start time is in its writer's time namespace's clock, which may not be this reader's: %s", pid, now, start, errText(err))
-		}
-		if !placed {
-			// Another process has that pid here, but a record that
-			// does not say its pid namespace may be of a process that
-			// has it in another (filelock's SoftFileLock in a
-			// container): as for an absent pid, gone only when none has.
-			if why := j.elsewhere(pid); why != "" {
-				return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, now, start, why)
-			}
-		}
-		return proved(jd, fmt.Sprintf("pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, now, start),
-			Fact{OtherProcess, "field 22 of /proc/<pid>/stat, pinned by a pidfd, in one clock with the record's", ""}, j.namesakes(placed))
+		return j.fencedRunning(jd, p, pid, start, raw, placed)
 	}
 	// No start-time fence: the pid may have been reused. A process that
 	// started after the record was written cannot be the one that wrote it.
@@ -342,6 +303,68 @@ func (j *Judge) process(h *scan.Holder, pidText string, pid64 int64, start uint6
 		return out(Live, "%s is running (its start time cannot be read: %s)", who, errText(p.Err))
 	}
 	return out(Live, "%s is running", who)
+}
+
+// notRunning judges process's pid p, which the probe found absent or a
+// zombie: gone, with the premises it rests on, unless the pid may name a
+// process in another pid namespace.
+func (j *Judge) notRunning(jd judged, h *scan.Holder, p Proc, pid int, placed bool, format scan.Format) judged {
+	out := func(v Verdict, format string, args ...any) judged {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd
+	}
+	if format == scan.FormatRegistryB && h.Scope == "" {
+		// The writer could not tell where it was: a pid that is absent
+		// (or a zombie) here may name a process in another namespace.
+		return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
+	}
+	if !placed {
+		if why := j.elsewhere(pid); why != "" {
+			here := "is not running in this pid namespace"
+			if p.State == StateZombie {
+				here = fmt.Sprintf("is a zombie (%s) in this pid namespace", p.Comm)
+			}
+			return out(Unknown, "pid %d %s, but the record does not say which pid namespace wrote it, and %s", pid, here, why)
+		}
+	}
+	where := j.pidSpace(placed)
+	if p.State == StateZombie {
+		return proved(jd, fmt.Sprintf("pid %d is a zombie (%s): it has exited and can never release the lock", pid, p.Comm),
+			Fact{Exited, "/proc/<pid>/stat, state Z or X with one thread, read through a /proc of this pid namespace", ""}, where)
+	}
+	return proved(jd, fmt.Sprintf("pid %d is not running", pid), where)
+}
+
+// fencedRunning judges process's running pid p against the start time
+// the record fences it with (start; raw: as its writer was shown it):
+// live if it matches, gone only if another process has the pid in one
+// clock with the record's and no other pid namespace can have it.
+func (j *Judge) fencedRunning(jd judged, p Proc, pid int, start uint64, raw, placed bool) judged {
+	out := func(v Verdict, format string, args ...any) judged {
+		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
+		return jd
+	}
+	now, has := startAsRecorded(p, raw)
+	switch {
+	case !has:
+		return out(Unknown, "pid %d is running, but its start time cannot be read (%s)", pid, errText(p.Err))
+	case now == start:
+		return out(Live, "pid %d (%s) is running and its start time matches the record", pid, p.Comm)
+	}
+	if err := j.oneClock(pid, raw); err != nil {
+		return out(Unknown, "pid %d is running with start time %d as this reader is shown it, not the recorded %d, but the record's start time is in its writer's time namespace's clock, which may not be this reader's: %s", pid, now, start, errText(err))
+	}
+	if !placed {
+		// Another process has that pid here, but a record that
+		// does not say its pid namespace may be of a process that
+		// has it in another (filelock's SoftFileLock in a
+		// container): as for an absent pid, gone only when none has.
+		if why := j.elsewhere(pid); why != "" {
+			return out(Unknown, "pid %d is another process here (start time %d, not the recorded %d), but the record does not say which pid namespace wrote it, and %s", pid, now, start, why)
+		}
+	}
+	return proved(jd, fmt.Sprintf("pid %d is running but its start time is %d, not the recorded %d: it is another process", pid, now, start),
+		Fact{OtherProcess, "field 22 of /proc/<pid>/stat, pinned by a pidfd, in one clock with the record's", ""}, j.namesakes(placed))
 }
 
 // startAsRecorded is pid's start time as p read it, in the clock a record

@@ -60,3 +60,15 @@ func statField(b []byte, n int) (string, bool) {
 	}
 	return fields[n-3], true
 }
+
+// statParent is the parent's pid (field 4) in b, the content of
+// /proc/<pid>/stat, or 0 when b is not a stat line ParseStat accepts or
+// the field is not a number.
+func statParent(b []byte) int {
+	if _, _, _, err := ParseStat(b); err != nil {
+		return 0
+	}
+	f, _ := statField(b, 4) // ppid
+	ppid, _ := strconv.Atoi(f)
+	return ppid
+}

@@ -103,6 +103,9 @@ func FuzzParseStat(f *testing.F) {
 			}
 		}
 		_ = start
+		if err != nil && statParent(b) != 0 {
+			t.Errorf("statParent(%q) = %d for a line ParseStat refuses (%v), want 0", b, statParent(b), err)
+		}
 
 		// Whatever the command name, a well-formed line built around it
 		// parses back to exactly what was put in.
@@ -131,5 +134,27 @@ func TestStatField(t *testing.T) {
 	}
 	if _, ok := statField([]byte("no parenthesis here"), 3); ok {
 		t.Error("statField found a field in a line with no command")
+	}
+}
+
+func TestStatParent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want int
+	}{
+		// statLine's field 4 (ppid) is 1.
+		{name: "linux-6-line", in: statLine(4242, "sleep", 'S', 70392), want: 1},
+		{name: "comm-forging-fields", in: "4242 (x) S 7 8) S 99 4242 4242 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77", want: 99},
+		{name: "exactly-22-fields", in: "1 (a) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22", want: 4},
+		{name: "ppid-not-a-number", in: "1 (a) S x 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22", want: 0},
+		{name: "refused-by-ParseStat", in: "1 (a) S 4 5", want: 0},
+		{name: "empty", in: "", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := statParent([]byte(tc.in)); got != tc.want {
+				t.Errorf("statParent(%q) = %d, want %d", tc.in, got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,47 @@
+//go:build linux
+
+// What cli asks of one process by its pid to name a lock's holder: its
+// command, its program and its parent (/proc/<pid>/comm, exe and stat).
+
+package kernel
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Command is pid's command name as /proc/<pid>/comm holds it (the kernel's
+// name for its program, cut to 15 bytes), or "" when it cannot be read. A
+// pid that exits or is reused between two questions is answered for
+// whichever process has it when asked.
+func Command(pid int) string {
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil || len(b) < 2 {
+		return ""
+	}
+	return string(b[:len(b)-1])
+}
+
+// Program is the name of pid's executable file (the last element of
+// /proc/<pid>/exe, without the kernel's " (deleted)"), or Command(pid)
+// when that link cannot be read (another user's process, a kernel
+// thread). It is "" when neither can be read.
+func Program(pid int) string {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return Command(pid)
+	}
+	return filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+}
+
+// Parent is the pid of pid's parent, from /proc/<pid>/stat (parsed by
+// ParseStat), or 0 when it cannot be read.
+func Parent(pid int) int {
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return statParent(b)
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+// What cli asks of one process by its pid; without Linux's /proc there is
+// nothing to read.
+
+package kernel
+
+// Command cannot read a process's command here: "".
+func Command(pid int) string { return "" }
+
+// Program cannot read a process's executable here: "".
+func Program(pid int) string { return "" }
+
+// Parent cannot read a process's parent here: 0.
+func Parent(pid int) int { return 0 }
