@@ -1,12 +1,6 @@
 package scan
 
-import (
-	"io/fs"
-	"path/filepath"
-	"strings"
-
-	"github.com/lockctl/lockctl/internal/fsx"
-)
+import "strings"
 
 // KernelRecord is the whole content of a kernel-lock file that lockctl
 // created (docs/record-format.md): it marks the file as a kernel lock, held while
@@ -15,53 +9,29 @@ import (
 // the kernel does.
 const KernelRecord = "lockctl-kernel-lock 1\n"
 
-// knownKernelLocks are the lock files of programs that hold them only by a
-// kernel lock, by the path that ends in them (a chroot's or a container's
-// root, and dpkg --root, put a prefix before it). Each row is checked
-// against the producer's own source:
-//
-//   - dpkg: <admindir>/lock and <admindir>/lock-frontend, locked with
-//     fcntl(F_SETLK) on the whole file (guillemj/dpkg lib/dpkg/lock.c,
-//     lib/dpkg/dbmodify.c; doc/frontend.txt asks every frontend to lock
-//     them so).
-//   - apt: the archives and lists directories' lock, by GetLock
-//     (apt-pkg/contrib/fileutl.cc), fcntl(F_SETLK) on the whole file.
-var knownKernelLocks = []struct{ suffix, by string }{
-	{"/var/lib/dpkg/lock", "dpkg"},
-	{"/var/lib/dpkg/lock-frontend", "dpkg"},
-	{"/var/cache/apt/archives/lock", "apt"},
-	{"/var/lib/apt/lists/lock", "apt"},
+// lockctl's own kernel-lock file. ParsePidFile reads its one line
+// (FormatKernel); the walk marks it KernelLock "lockctl".
+var formatKernel = FormatSpec{
+	Name:     "kernel",
+	Formats:  []Format{FormatKernel},
+	Room:     "format_kernel.go",
+	Names:    []string{"*.lock"},
+	Parse:    func(b []byte) (*Holder, error) { _, h, err := ParsePidFile(b); return h, err },
+	Fuzz:     []string{"scan:FuzzParsePidFile"},
+	Rule:     "Held while the kernel's lock table shows a lock on the file; free when the whole table shows none.",
+	Remedy:   "never removed: a free one is taken again with lockctl run --kind flock.",
+	Source:   "docs/record-format.md; lock/kernel.go, AcquireKernel",
+	Verdicts: []string{"live", "free", "unknown"},
 }
 
-// KnownKernelLock says which program's kernel-lock file path is, by its
-// place and name, or "" when it is none known; d is the directory it is
-// in, open, where its neighbours are looked at. Besides knownKernelLocks:
-//
-//   - Firefox: a profile's .parentlock, locked with fcntl(F_SETLK) on the
-//     whole file while the profile is in use (nsProfileLock.cpp,
-//     LockWithFcntl); the directory is a profile by the files Firefox
-//     keeps there (prefs.js, compatibility.ini, times.json) or its lock
-//     link.
-func KnownKernelLock(d fsx.Dir, path string) string {
-	path = filepath.Clean(path)
-	for _, k := range knownKernelLocks {
-		if strings.HasSuffix(path, k.suffix) { // k.suffix starts a component
-			return k.by
-		}
-	}
-	if filepath.Base(path) == ".parentlock" && isFirefoxProfile(d) {
-		return ProducerFirefox
-	}
-	return ""
-}
-
-// isFirefoxProfile reports whether d looks like a Firefox profile.
-func isFirefoxProfile(d fsx.Dir) bool {
-	for _, f := range []string{"prefs.js", "compatibility.ini", "times.json"} {
-		if st, err := d.Lstat(f); err == nil && st.Mode.IsRegular() {
+// kernelFileAt says path ends in one of suffixes, each starting a
+// component (a chroot's or a container's root, and dpkg --root, put a
+// prefix before it).
+func kernelFileAt(path string, suffixes ...string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(path, s) {
 			return true
 		}
 	}
-	st, err := d.Lstat("lock")
-	return err == nil && st.Mode&fs.ModeSymlink != 0
+	return false
 }
