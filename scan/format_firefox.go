@@ -16,7 +16,7 @@ const FormatFirefox Format = "firefox" // profile lock: link to IPv4:+pid
 
 var formatFirefox = FormatSpec{
 	Name:       "firefox",
-	Formats:    []Format{FormatFirefox},
+	Formats:    []Format{FormatFirefox, FormatEmpty}, // .parentlock is empty
 	Producer:   ProducerFirefox,
 	Room:       "format_firefox.go",
 	KnownNames: []string{"lock", ".parentlock"},

@@ -18,7 +18,7 @@ var formatLockctl = FormatSpec{
 	Rule:     "Held while the pid runs with the recorded start time, in the recorded boot and pid namespace (or any also process does); a reservation until its deadline.",
 	Remedy:   "gone: remove the record, then rmdir the directory (lockctl release, or doctor --fix).",
 	Source:   "docs/record-format.md; lock/lock.go, Acquire",
-	Verdicts: []string{"live", "gone", "recycled"},
+	Verdicts: []string{"live", "gone"},
 }
 
 // LockctlMagic is the first line of lockctl's own record, with its version.
