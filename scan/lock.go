@@ -30,7 +30,9 @@ const (
 // Format is the on-disk layout a lock was read as.
 type Format string
 
-// The formats lockctl reads. See docs/formats.md.
+// The layouts that many programs write. Each producer's own Format is in
+// its room, format_<producer>.go; formats.go lists them all. See
+// docs/formats.md.
 const (
 	FormatRegistryA    Format = "registry-a"   // dir + sibling <lock>.holder
 	FormatRegistryB    Format = "registry-b"   // dir with holder.<token> inside
@@ -42,13 +44,6 @@ const (
 	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
 	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
 	FormatKernel       Format = "kernel"       // lockctl's own kernel-lock file: KernelRecord
-	FormatPostgres     Format = "postgresql"   // postmaster.pid, .s.PGSQL.<port>.lock
-	FormatMercurial    Format = "mercurial"    // .hg/wlock, .hg/store/lock: link to host[/ns]:pid
-	FormatEmacs        Format = "emacs"        // .#<file>: link to user@host.pid[:boot]
-	FormatChromium     Format = "chromium"     // SingletonLock: link to host-pid
-	FormatFirefox      Format = "firefox"      // profile lock: link to IPv4:+pid
-	FormatVim          Format = "vim"          // .<file>.sw[a-p]: vim's swap file, block 0
-	FormatFilelock     Format = "filelock"     // Python filelock's SoftFileLock: pid, host[, start token]
 )
 
 // Lock is one lock found on disk together with every side file that belongs
@@ -88,7 +83,7 @@ type Lock struct {
 	// other lock, an empty file of unknown kind included.
 	KernelLock string
 	// Producer names the program whose lock this is, when its place, name
-	// and bytes say so (producers.go): "git", "postgresql". Its own rule
+	// and bytes say so (its format's room, format_<producer>.go): "git", "postgresql". Its own rule
 	// then judges it.
 	Producer string
 	// Repo is the repository a git lock belongs to: its common git

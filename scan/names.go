@@ -7,14 +7,6 @@ import (
 	"strings"
 )
 
-// DefaultNames are the lock name patterns used when none are given.
-var DefaultNames = []string{"*.lock", "*.lck", "LCK..*", "postmaster.pid"}
-
-// ProducerNames join DefaultNames, but a lock by one of these names is
-// reported only when its place and bytes say which known producer's it is
-// (producers.go, known.go): a file merely called lock is not Firefox's.
-var ProducerNames = []string{"lock", "wlock", "lock-frontend", "SingletonLock", ".parentlock", ".#*", ".*.sw[a-p]"}
-
 // Matcher decides which names are locks and which are side files of a lock.
 // Every name the walk meets is asked, so the common pattern shapes (*.lock,
 // LCK..*, an exact name) are compiled to plain string comparisons.

@@ -104,10 +104,8 @@ func readRecord(d fsx.Dir, name, file string) Record {
 
 func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	r := readRecord(d, l.Name, l.Name)
-	if IsVimSwapName(l.Name) && len(r.Raw) == MaxRecord && strings.HasPrefix(string(r.Raw), "b0VIM ") {
-		// A swap file runs to many blocks; its block 0 is what says who
-		// holds it, and the first MaxRecord bytes bind a removal to it.
-		r.Err = nil
+	if longRecordOK(l.Name, r.Raw) {
+		r.Err = nil // a format whose first bytes name the holder (vim's)
 	}
 	if r.Err == nil && !r.Info.SameFile(l.Info) {
 		r.Err = fmt.Errorf("%q was replaced while it was being read", l.Path)
@@ -194,12 +192,8 @@ func (w *Walker) readDirBeside(d fsx.Dir, l *Lock, sides []side) []side {
 	}
 	if l.empty {
 		l.Format = FormatEmpty
-		if base, ok := strings.CutSuffix(l.Name, ".lock"); ok && base != "" {
-			// npm's proper-lockfile locks <file> by mkdir <file>.lock, and
-			// by default only a file that exists (it takes its realpath).
-			if _, err := d.Lstat(base); err == nil {
-				l.Producer = ProducerProperLockfile
-			}
+		if p := emptyDirProducer(d, l.Name); p != "" {
+			l.Producer = p // npm's proper-lockfile
 		}
 	}
 	return sides

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -462,5 +463,18 @@ func TestParseVimSwap(t *testing.T) {
 		if got := scan.IsVimSwapName(name); got != want {
 			t.Errorf("IsVimSwapName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestRegisteredNames: the default names, derived from the registry of
+// formats, are the ones lockctl has always had, in the order the help shows
+// them; the producers' names are the same set.
+func TestRegisteredNames(t *testing.T) {
+	if got, want := scan.DefaultNames, []string{"*.lock", "*.lck", "LCK..*", "postmaster.pid"}; !slices.Equal(got, want) {
+		t.Errorf("DefaultNames = %q, want %q", got, want)
+	}
+	got := slices.Sorted(slices.Values(scan.ProducerNames))
+	if want := []string{".#*", ".*.sw[a-p]", ".parentlock", "SingletonLock", "lock", "lock-frontend", "wlock"}; !slices.Equal(got, want) {
+		t.Errorf("ProducerNames = %q, want the set %q", scan.ProducerNames, want)
 	}
 }

@@ -461,9 +461,10 @@ func (j *Judge) noRecord(r Result) Result {
 		}
 		r.Notes = append(r.Notes, j.sideNote(l, c))
 	}
+	if res, decided := j.producerNoRecord(r); decided {
+		return res // npm's proper-lockfile
+	}
 	switch {
-	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty && l.Producer == scan.ProducerProperLockfile:
-		return properLockfile(r)
 	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty:
 		r = r.set(judged{v: Ownerless, reason: "the lock directory is empty and there is no holder file beside it"})
 	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryB:

@@ -8,9 +8,96 @@ import (
 	"github.com/lockctl/lockctl/scan"
 )
 
-// The rules of the programs whose locks lockctl knows (scan/producers.go),
-// each the program's own, so that lockctl never breaks what the program
-// itself would not (docs/formats.md).
+// The rules of the programs whose locks lockctl knows (scan's format
+// rooms, scan/format_<producer>.go), each the program's own, so that
+// lockctl never breaks what the program itself would not
+// (docs/formats.md).
+
+// producerRule is one producer's own rule, at the points of the judgement
+// where it speaks; a nil hook says nothing there. A new producer adds one
+// row to producerRules, beside its room in package scan.
+type producerRule struct {
+	// room is the producer's format room in package scan.
+	room string
+	// lock judges the lock by the producer's rule alone, before any
+	// record is looked at; decided false leaves it to the records (git's
+	// lock records no holder).
+	lock func(j *Judge, r Result) (res Result, decided bool)
+	// holder decides a record before its pid is looked at.
+	holder func(j *Judge, h *scan.Holder) (jd judged, decided bool)
+	// after revisits the verdict on the record's pid.
+	after func(j *Judge, h *scan.Holder, jd judged) judged
+	// gone revisits a lock whose holder is gone.
+	gone func(j *Judge, r Result) Result
+	// noRecord judges a lock that holds no record; decided false leaves
+	// it owner-less.
+	noRecord func(r Result) (res Result, decided bool)
+}
+
+// producerRules has one row for every producer scan knows (TestEveryFormat
+// checks both ways), keyed by its name (scan.Lock.Producer).
+var producerRules = map[string]producerRule{
+	scan.ProducerGit:            {room: "scan/format_git.go", lock: (*Judge).gitRule},
+	scan.ProducerPostgres:       {room: "scan/format_postgres.go", gone: (*Judge).postgresShm},
+	scan.ProducerMercurial:      {room: "scan/format_mercurial.go", holder: mercurialNamespace},
+	scan.ProducerEmacs:          {room: "scan/format_emacs.go", after: emacsBoot},
+	scan.ProducerChromium:       {room: "scan/format_chromium.go"},
+	scan.ProducerFirefox:        {room: "scan/format_firefox.go"}, // its address: record, in holders.go (Holder.HostAddr)
+	scan.ProducerVim:            {room: "scan/format_vim.go", gone: vimUnsaved},
+	scan.ProducerFilelock:       {room: "scan/format_filelock.go"}, // its start token is a fence like lockctl's own
+	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
+	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
+	"apt":                       {room: "scan/format_apt.go"},
+}
+
+// producerLock applies l's producer's rule that judges the whole lock.
+func (j *Judge) producerLock(r Result) (Result, bool) {
+	if f := producerRules[r.Lock.Producer].lock; f != nil {
+		return f(j, r)
+	}
+	return r, false
+}
+
+// producerHolder applies a producer's rule that comes before any pid is
+// looked at.
+func (j *Judge) producerHolder(l *scan.Lock, h *scan.Holder) (judged, bool) {
+	if f := producerRules[l.Producer].holder; f != nil {
+		return f(j, h)
+	}
+	return judged{}, false
+}
+
+// producerAfter applies a producer's rule to the verdict on its pid.
+func (j *Judge) producerAfter(l *scan.Lock, h *scan.Holder, jd judged) judged {
+	if f := producerRules[l.Producer].after; f != nil {
+		return f(j, h, jd)
+	}
+	return jd
+}
+
+// producerGone applies a producer's rule to a lock whose holder is gone.
+func (j *Judge) producerGone(r Result) Result {
+	if f := producerRules[r.Lock.Producer].gone; f != nil {
+		return f(j, r)
+	}
+	return r
+}
+
+// producerNoRecord applies a producer's rule to a lock with no record.
+func (j *Judge) producerNoRecord(r Result) (Result, bool) {
+	if f := producerRules[r.Lock.Producer].noRecord; f != nil {
+		return f(r)
+	}
+	return r, false
+}
+
+// gitRule judges a git lock file under a git directory by git's rule.
+func (j *Judge) gitRule(r Result) (Result, bool) {
+	if r.Lock.Kind != scan.KindFile || r.Lock.Repo == nil {
+		return r, false
+	}
+	return j.gitLock(r), true
+}
 
 // gitLock judges a git lock file (<path>.lock under a git directory). git
 // writes the new content into it and keeps no record of its holder, and
@@ -74,25 +161,23 @@ func (j *Judge) postgresShm(r Result) Result {
 	return r
 }
 
-// producerHolder applies a producer's rule that comes before any pid is
-// looked at: Mercurial takes a lock recorded in another pid namespace for
-// held (mercurial/lock.py compares the whole "<host>/<namespace>" prefix),
-// whether or not that namespace has ended.
-func (j *Judge) producerHolder(l *scan.Lock, h *scan.Holder) (judged, bool) {
-	if l.Producer == scan.ProducerMercurial && h.PidNS != "" && h.PidNS != j.Host.PidNS && strings.EqualFold(h.Host, j.Host.Name) {
+// mercurialNamespace: Mercurial takes a lock recorded in another pid
+// namespace for held (mercurial/lock.py compares the whole
+// "<host>/<namespace>" prefix), whether or not that namespace has ended.
+func mercurialNamespace(j *Judge, h *scan.Holder) (judged, bool) {
+	if h.PidNS != "" && h.PidNS != j.Host.PidNS && strings.EqualFold(h.Host, j.Host.Name) {
 		return judged{v: Foreign, holder: h, reason: fmt.Sprintf("Mercurial recorded pid %s in pid namespace %s, not this one (%s): hg itself takes such a lock as held; judge it inside that container", h.PidText, h.PidNS, j.Host.PidNS)}, true
 	}
 	return judged{}, false
 }
 
-// producerAfter applies a producer's rule to the verdict on its pid: Emacs
-// records its own idea of the boot time, and takes a running pid whose
-// boot time differs by more than a second for another boot's
-// (src/filelock.c, current_lock_owner). Emacs's boot time and the kernel's
-// btime come from different sources, so lockctl lets a mismatch make a
-// running pid recycled, never gone.
-func (j *Judge) producerAfter(l *scan.Lock, h *scan.Holder, jd judged) judged {
-	if l.Producer != scan.ProducerEmacs || jd.v != Live || h.Booted.IsZero() || j.Host.BootTime.IsZero() {
+// emacsBoot: Emacs records its own idea of the boot time, and takes a
+// running pid whose boot time differs by more than a second for another
+// boot's (src/filelock.c, current_lock_owner). Emacs's boot time and the
+// kernel's btime come from different sources, so lockctl lets a mismatch
+// make a running pid recycled, never gone.
+func emacsBoot(j *Judge, h *scan.Holder, jd judged) judged {
+	if jd.v != Live || h.Booted.IsZero() || j.Host.BootTime.IsZero() {
 		return jd
 	}
 	if d := h.Booted.Sub(j.Host.BootTime); d > time.Second || d < -time.Second {
@@ -102,14 +187,10 @@ func (j *Judge) producerAfter(l *scan.Lock, h *scan.Holder, jd judged) judged {
 	return jd
 }
 
-// producerGone applies a producer's rule to a lock whose holder is gone:
-// PostgreSQL's shared memory, and vim's unsaved changes.
-func (j *Judge) producerGone(r Result) Result {
-	if r.Lock.Producer == scan.ProducerPostgres {
-		r = j.postgresShm(r)
-	}
+// vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy
+// of someone's work: never removed.
+func vimUnsaved(_ *Judge, r Result) Result {
 	if v := r.Lock.Vim; v != nil && v.Dirty {
-		// The one copy of someone's unsaved work: never removed.
 		r.Remove = nil
 		r.Notes = append(r.Notes, fmt.Sprintf("it holds changes to %s that were never saved: recover them with 'vim -r %s', then delete the swap file; lockctl never removes it", quoteName(v.File), v.File))
 	}
@@ -152,6 +233,15 @@ func properLockfile(r Result) Result {
 	r = r.set(judged{v: Ownerless, reason: fmt.Sprintf("%s, last refreshed %s ago: a running holder refreshes it every 5 s by default, but the interval is the holder's choice and is not recorded, and a suspended holder stops refreshing", what, ageText(age))})
 	r.ownerlessRemedy()
 	return r
+}
+
+// properLockfileRule judges an empty lock directory by proper-lockfile's
+// rule; any other (a record claimed away) is left to the records.
+func properLockfileRule(r Result) (Result, bool) {
+	if r.Lock.Kind != scan.KindDir || r.Lock.Format != scan.FormatEmpty {
+		return r, false
+	}
+	return properLockfile(r), true
 }
 
 // ageText is a short, rounded age: "0s" for a time ahead of this clock.

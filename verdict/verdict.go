@@ -190,8 +190,9 @@ func (j *Judge) judge(l *scan.Lock) Result {
 		return j.claimed(r)
 	case l.KernelLock != "" && l.Kind == scan.KindFile:
 		return j.kernelLock(r)
-	case l.Producer == scan.ProducerGit && l.Kind == scan.KindFile && l.Repo != nil:
-		return j.gitLock(r)
+	}
+	if res, decided := j.producerLock(r); decided {
+		return res // git's lock records no holder: git's rule decides
 	}
 
 	var best *judged

@@ -1,0 +1,209 @@
+package scan
+
+import (
+	"path/filepath"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+)
+
+// A lock format is one room. Each has a file of its own, format_<name>.go,
+// that declares the names its locks go by, parses its bytes, states its
+// producer's rule and remedy with the producer's own source cited, and
+// registers itself in formats below. Its fixtures are
+// testdata/formats/<name>/*.txtar and its fuzz seeds testdata/fuzz/<target>/.
+// verdict's TestEveryFormat fails for a registered format without a fuzz
+// target for its parser, a fixture for each verdict it declares, or a row
+// in docs/formats.md ("How to add a format" there says the steps).
+//
+// The walk itself (opening without following links, the size limit,
+// directories and side files) belongs to walk.go, never to a format: a
+// format is handed the place, the name and the bytes.
+
+// FormatSpec is one registered lock format: what it is called, whose it
+// is, the names it claims, its parser, and its producer's rule. The
+// unexported hooks are how the walk asks it, each nil where the format has
+// nothing to say; the walk asks the formats in registry order, and the
+// first that claims a lock reads it.
+type FormatSpec struct {
+	// Name is the format's name in docs/formats.md's table of formats and
+	// in testdata/formats/<Name>.
+	Name string
+	// Formats are the Formats a lock of it is read as; empty when it keeps
+	// whatever its bytes read as (a git lock holds the new file).
+	Formats []Format
+	// Producer is the program whose lock it is, judged by that program's
+	// own rule, or "" for a layout that many programs write.
+	Producer string
+	// Room is the file of package scan that holds it.
+	Room string
+	// Names are the name patterns its locks are found by, reported
+	// whatever they hold: they make DefaultNames (a pattern another format
+	// brought first is not repeated).
+	Names []string
+	// KnownNames are name patterns reported only when the lock's place and
+	// bytes say it is this producer's: they make ProducerNames.
+	KnownNames []string
+	// Parse reads one record of the format from its bytes (a link's
+	// target, for a link lock), as the walk does; nil for a format with no
+	// record (git's lock holds the new file; proper-lockfile's is an empty
+	// directory; dpkg's and apt's are empty files).
+	Parse func(b []byte) (*Holder, error)
+	// Fuzz are the fuzz targets of Parse, "pkg:FuzzName" as .ci/run lists
+	// them; every format with a Parse has at least one.
+	Fuzz []string
+	// Rule is the producer's own rule for its lock, Remedy what lockctl
+	// then does, and Source where the producer's code says so.
+	Rule, Remedy, Source string
+	// Verdicts are the verdicts its rule gives; each has a fixture.
+	Verdicts []string
+
+	// claims says the file l just read (its record r) is this format's
+	// to read, by its place, name and bytes; read then reads it
+	// (recognise). A format that claims a lock and cannot parse it leaves
+	// it as read so far: no later format is asked.
+	claims func(l *Lock, r *Record) bool
+	read   func(l *Lock, r *Record)
+	// link says a symbolic link by this name in dir is this producer's
+	// lock, its record in the target, which parseLink reads.
+	link      func(dir, name string) bool
+	parseLink func(target string) (*Holder, error)
+	// kernelFile says the empty file path (in the open directory d) is
+	// this producer's kernel-lock file, held only by an fcntl or flock
+	// lock, never by its existence.
+	kernelFile func(d fsx.Dir, path string) bool
+	// emptyDir says the empty lock directory name in d is this
+	// producer's.
+	emptyDir func(d fsx.Dir, name string) bool
+	// longRecord says a lock file read to MaxRecord bytes, named name,
+	// is this format's, whose first bytes are what names its holder.
+	longRecord func(name string, raw []byte) bool
+}
+
+// formats is the registry, in the order the walk asks the formats: the
+// order is precedence. A vim swap file is asked before Emacs's regular
+// file lock (".#x.swp" is both names), Python filelock's two lines before
+// git's lock file, and Mercurial's names before Firefox's bare "lock".
+// The layouts many programs write come first: their names are the
+// defaults, in the order the help shows them.
+var formats = []*FormatSpec{
+	&formatPid,
+	&formatLockctl,
+	&formatKernel,
+	&formatRegistryA,
+	&formatRegistryB,
+	&formatVim,
+	&formatPostgres,
+	&formatMercurial,
+	&formatEmacs,
+	&formatChromium,
+	&formatFirefox,
+	&formatFilelock,
+	&formatGit,
+	&formatProperLockfile,
+	&formatDpkg,
+	&formatApt,
+}
+
+// Formats returns the registered formats, in precedence order (a copy:
+// changing it changes nothing in the walk).
+func Formats() []FormatSpec {
+	out := make([]FormatSpec, len(formats))
+	for i, f := range formats {
+		out[i] = *f
+	}
+	return out
+}
+
+// DefaultNames are the lock name patterns used when none are given: every
+// registered format's Names, in registry order.
+var DefaultNames = registeredNames(func(f *FormatSpec) []string { return f.Names })
+
+// ProducerNames join DefaultNames, but a lock by one of these names is
+// reported only when its place and bytes say which known producer's it is
+// (each format's KnownNames): a file merely called lock is not Firefox's.
+var ProducerNames = registeredNames(func(f *FormatSpec) []string { return f.KnownNames })
+
+func registeredNames(of func(*FormatSpec) []string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range formats {
+		for _, n := range of(f) {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// recognise names the producer of a lock file just read, from its place,
+// name and bytes, and reads what that producer's rule needs: the first
+// format in the registry that claims it reads it.
+func recognise(l *Lock, r *Record) {
+	for _, f := range formats {
+		if f.claims != nil && f.claims(l, r) {
+			f.read(l, r)
+			return
+		}
+	}
+}
+
+// linkProducer says whose symbolic-link lock name in dir would be, by place
+// and name alone; the target must then parse as that producer's.
+func linkProducer(dir, name string) string {
+	for _, f := range formats {
+		if f.link != nil && f.link(dir, name) {
+			return f.Producer
+		}
+	}
+	return ""
+}
+
+// ParseLinkLock parses the target of a producer's symbolic-link lock
+// (Mercurial, Emacs, Chromium, Firefox: each format's file says its
+// layout and cites its source). An unknown producer is a FormatError.
+func ParseLinkLock(producer, target string) (*Holder, error) {
+	for _, f := range formats {
+		if f.Producer == producer && f.parseLink != nil {
+			return f.parseLink(target)
+		}
+	}
+	return nil, malformed(Format(producer), "no such producer")
+}
+
+// KnownKernelLock says which program's kernel-lock file path is, by its
+// place and name, or "" when it is none known; d is the directory it is
+// in, open, where its neighbours are looked at (each format's kernelFile:
+// dpkg's, apt's, Firefox's .parentlock).
+func KnownKernelLock(d fsx.Dir, path string) string {
+	path = filepath.Clean(path)
+	for _, f := range formats {
+		if f.kernelFile != nil && f.kernelFile(d, path) {
+			return f.Producer
+		}
+	}
+	return ""
+}
+
+// emptyDirProducer says whose empty lock directory name in d is, or "".
+func emptyDirProducer(d fsx.Dir, name string) string {
+	for _, f := range formats {
+		if f.emptyDir != nil && f.emptyDir(d, name) {
+			return f.Producer
+		}
+	}
+	return ""
+}
+
+// longRecordOK says a lock file named name whose first MaxRecord bytes
+// are raw is read by them although it runs longer: a format whose first
+// bytes are what names its holder (a vim swap's block 0).
+func longRecordOK(name string, raw []byte) bool {
+	for _, f := range formats {
+		if f.longRecord != nil && f.longRecord(name, raw) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+package verdict
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/lockctl/lockctl/scan"
+)
+
+// Every registered lock format (scan.Formats) is checked the same way,
+// as go/analysis checks every analyzer: its fuzz targets exist and CI runs
+// them, each verdict it declares has a fixture, its fixtures judge as they
+// say through scan's walk and the Judge with the fake probe, and
+// docs/formats.md has its row. How to add a format: docs/formats.md.
+
+// moduleRoot is where the module's files are, from this package's tests.
+const moduleRoot = ".."
+
+// fixtureDir is where a format's fixtures are: one txtar file each.
+func fixtureDir(name string) string {
+	return filepath.Join(moduleRoot, "scan", "testdata", "formats", name)
+}
+
+// fixture is one testdata/formats/<format>/*.txtar: a tree (the archive's
+// files; a name ending in / is a directory), the lock in it, the holder's
+// state and what the kernel says, and the verdict wanted. Its comment holds
+// "key: value" lines:
+//
+//	lock: the lock's path in the tree
+//	want: the verdict
+//	holder: running (started before the record), recycled (started
+//	        after it), or gone (the default)
+//	evidence: git-working, git-partial, git-none, shm-free, shm-unseen,
+//	          held, free, partial (the lock table is not the whole
+//	          machine's), or none (the default)
+//	link: <path> -> <target>, a symbolic link (repeatable)
+//	dir: <path>, an empty directory (repeatable)
+//	age: how long ago the lock was last modified (a Go duration)
+//	swap: pid=<pid> host=<host>, the lock is vim's swap of that block 0
+type fixture struct {
+	file, lock, want, holder, evidence, age, swap string
+	links, dirs                                   []string
+	ar                                            *txtar.Archive
+}
+
+func readFixture(t *testing.T, file string) fixture {
+	t.Helper()
+	ar, err := txtar.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := fixture{file: file, ar: ar, holder: "gone", evidence: "none"}
+	for _, line := range strings.Split(string(ar.Comment), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "lock":
+			fx.lock = v
+		case "want":
+			fx.want = v
+		case "holder":
+			fx.holder = v
+		case "evidence":
+			fx.evidence = v
+		case "link":
+			fx.links = append(fx.links, v)
+		case "dir":
+			fx.dirs = append(fx.dirs, v)
+		case "age":
+			fx.age = v
+		case "swap":
+			fx.swap = v
+		default:
+			t.Fatalf("%s: unknown key %q", file, k)
+		}
+	}
+	if fx.lock == "" || fx.want == "" {
+		t.Fatalf("%s: no lock: or want: line", file)
+	}
+	return fx
+}
+
+func fixtures(t *testing.T, name string) []fixture {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(fixtureDir(name), "*.txtar"))
+	var fxs []fixture
+	for _, f := range files {
+		fxs = append(fxs, readFixture(t, f))
+	}
+	return fxs
+}
+
+// swapBlock is block 0 of a vim swap, as vim 9.0 writes it
+// (src/memline.c, struct block0), of pid on host, padded to 4 KiB.
+func swapBlock(t *testing.T, spec string) []byte {
+	b := make([]byte, 4096)
+	copy(b, "b0VIM 9.0")
+	copy(b[28:], "ann")
+	copy(b[108:], "/srv/notes.txt")
+	for _, kv := range strings.Fields(spec) {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "pid":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[24], b[25], b[26], b[27] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+		case "host":
+			copy(b[68:], v)
+		}
+	}
+	return b
+}
+
+// build makes the fixture's tree under root and reads its lock as the walk
+// does.
+func (fx fixture) build(t *testing.T, root string) *scan.Lock {
+	t.Helper()
+	for _, f := range fx.ar.Files {
+		p := filepath.Join(root, f.Name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f.Name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range fx.dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range fx.links {
+		p, target, _ := strings.Cut(l, " -> ")
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := filepath.Join(root, fx.lock)
+	if fx.swap != "" {
+		if err := os.WriteFile(lock, swapBlock(t, fx.swap), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fx.age != "" {
+		d, err := time.ParseDuration(fx.age)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-d)
+		if err := os.Chtimes(lock, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := scan.ReadOne(filepath.Dir(lock), filepath.Base(lock))
+	if err != nil || l == nil {
+		t.Fatalf("%s: scan.ReadOne(%s) = %v, %v", fx.file, fx.lock, l, err)
+	}
+	return l
+}
+
+// fixtureEvidence is the kernel a fixture names; local addresses are the
+// loopback ones.
+type fixtureEvidence struct{ *fakeEvidence }
+
+func (fixtureEvidence) IsLocalAddr(ip string) bool { return strings.HasPrefix(ip, "127.") }
+
+// judge judges l as the fixture says the world is.
+func (fx fixture) judge(t *testing.T, l *scan.Lock) Result {
+	t.Helper()
+	ps := map[int]Proc{}
+	if len(l.Holders) > 0 && l.Holders[0].Holder != nil {
+		h := l.Holders[0].Holder
+		written := l.Holders[0].Info.Mtime
+		if !h.Since.IsZero() && h.Since.Before(written) {
+			written = h.Since // when the holder says it took the lock
+		}
+		p := runningSince(written.Add(-time.Minute))
+		if h.HasStart {
+			p.Start, p.Shown = h.Start, h.Start
+		}
+		if fx.holder == "recycled" {
+			p = runningSince(written.Add(time.Hour))
+		}
+		if fx.holder != "gone" {
+			ps[int(h.Pid)] = p
+		}
+	}
+	ev := &fakeEvidence{complete: true, whole: true}
+	apt := KernelHolder{Pid: 4242, Comm: "apt-get", How: "POSIX lock", Mode: "WRITE"}
+	switch fx.evidence {
+	case "git-working":
+		ev.git, ev.gitComplete = []KernelHolder{{Pid: 4321, Comm: "git", How: "works in the repository"}}, true
+	case "git-partial":
+		ev.gitComplete = false
+	case "git-none":
+		ev.gitComplete = true
+	case "shm-free":
+		ev.shmKnow = true
+	case "shm-unseen":
+	case "held":
+		ev.held = map[[2]uint64][]KernelHolder{{l.Info.Dev, l.Info.Ino}: {apt}}
+	case "free", "none":
+	case "partial":
+		ev.whole = false
+	default:
+		t.Fatalf("%s: unknown evidence %q", fx.file, fx.evidence)
+	}
+	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t, procs: ps}, Evidence: fixtureEvidence{ev}}
+	return j.Judge(l)
+}
+
+// TestEveryFormatFixture judges every registered format's fixtures:
+// scan's walk reads the tree, and the Judge, with the fake probe and the
+// kernel the fixture names, gives the verdict it wants, on a lock that is
+// the format's.
+func TestEveryFormatFixture(t *testing.T) {
+	for _, f := range scan.Formats() {
+		for _, fx := range fixtures(t, f.Name) {
+			t.Run(f.Name+"/"+strings.TrimSuffix(filepath.Base(fx.file), ".txtar"), func(t *testing.T) {
+				l := fx.build(t, t.TempDir())
+				if f.Producer != "" && l.Producer != f.Producer {
+					t.Fatalf("%s: read as producer %q (format %q), want %q", fx.file, l.Producer, l.Format, f.Producer)
+				}
+				if len(f.Formats) > 0 && !slices.Contains(f.Formats, l.Format) {
+					t.Fatalf("%s: read as format %q, want one of %q", fx.file, l.Format, f.Formats)
+				}
+				got := fx.judge(t, l)
+				checkResult(t, fx.file, got, l)
+				if string(got.Verdict) != fx.want {
+					t.Errorf("Judge(%s) = %s (%s), want %s", fx.file, got.Verdict, got.Reason, fx.want)
+				}
+			})
+		}
+	}
+}
+
+// fuzzTargets are the Fuzz functions declared in the _test.go files of
+// the package in dir.
+func fuzzTargets(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	found := map[string]bool{}
+	for _, f := range files {
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Fuzz") {
+				found[fd.Name.Name] = true
+			}
+		}
+	}
+	return found
+}
+
+// TestEveryFormat fails for a registered format without a fuzz target of
+// its parser that exists and .ci/run runs, without a fixture for each
+// verdict it declares, or without its row in docs/formats.md; and for a
+// producer without its row in verdict's producerRules, or the reverse.
+func TestEveryFormat(t *testing.T) {
+	ci, err := os.ReadFile(filepath.Join(moduleRoot, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, "docs", "formats.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciTargets := strings.Fields(strings.NewReplacer("\\", " ", ";", " ").Replace(string(ci)))
+	targets := map[string]map[string]bool{}
+	producers := map[string]bool{}
+	for _, f := range scan.Formats() {
+		if f.Parse != nil && len(f.Fuzz) == 0 {
+			t.Errorf("format %s (scan/%s) parses records but names no fuzz target", f.Name, f.Room)
+		}
+		for _, ft := range f.Fuzz {
+			pkg, name, _ := strings.Cut(ft, ":")
+			if targets[pkg] == nil {
+				targets[pkg] = fuzzTargets(t, filepath.Join(moduleRoot, pkg))
+			}
+			if !targets[pkg][name] {
+				t.Errorf("format %s (scan/%s): fuzz target %s: no func %s in %s/*_test.go", f.Name, f.Room, ft, name, pkg)
+			}
+			if !slices.Contains(ciTargets, ft) {
+				t.Errorf("format %s (scan/%s): fuzz target %s is not in .ci/run's fuzz list", f.Name, f.Room, ft)
+			}
+		}
+		wants := map[string]bool{}
+		for _, fx := range fixtures(t, f.Name) {
+			wants[fx.want] = true
+		}
+		for _, v := range f.Verdicts {
+			if _, ok := Parse(v); !ok {
+				t.Errorf("format %s (scan/%s) declares %q, which is no verdict", f.Name, f.Room, v)
+			}
+			if !wants[v] {
+				t.Errorf("format %s (scan/%s) declares verdict %s, but no fixture in %s wants it", f.Name, f.Room, v, fixtureDir(f.Name))
+			}
+		}
+		if !strings.Contains(string(doc), "\n| `"+f.Name+"` |") {
+			t.Errorf("format %s (scan/%s) has no row in docs/formats.md's table of formats (\"| `%s` | ...\")", f.Name, f.Room, f.Name)
+		}
+		if f.Producer != "" {
+			producers[f.Producer] = true
+			if r, ok := producerRules[f.Producer]; !ok {
+				t.Errorf("producer %s (scan/%s) has no row in verdict's producerRules", f.Producer, f.Room)
+			} else if r.room != "scan/"+f.Room {
+				t.Errorf("producerRules[%q].room = %q, want %q", f.Producer, r.room, "scan/"+f.Room)
+			}
+		}
+	}
+	for p := range producerRules {
+		if !producers[p] {
+			t.Errorf("producerRules has a row for %q, which no registered format produces", p)
+		}
+	}
+}
