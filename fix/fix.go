@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -97,16 +96,16 @@ type Fixer struct {
 	LegacyOlderThan time.Duration
 }
 
-// New returns a Fixer that asks the kernel directly, and gathers kernel
-// evidence afresh for its second judgements. Where the kernel's lock table
-// is not the whole machine's (a child pid namespace), its judge asks the
-// one file instead, and may take its flock for an instant to do so: a
-// refusal is a holder, success proves there is none.
-func New(host verdict.Host) *Fixer {
-	return &Fixer{
-		Judge: &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: &kernel.KernelEvidence{Fresh: true}, FileLocks: kernel.FileLocks{Take: true}},
-		Pid:   os.Getpid(),
+// New returns a Fixer that judges claimed records again with judge, which
+// must ask the kernel afresh on every question: internal/cli hands it
+// judges.Sweep, the one judge made for this (it says why it caches
+// nothing). A nil judge fails closed: it judges with verdict.NoProbe, so
+// no holder is ever gone again and nothing is removed.
+func New(judge *verdict.Judge) *Fixer {
+	if judge == nil {
+		judge = &verdict.Judge{Probe: verdict.NoProbe{}}
 	}
+	return &Fixer{Judge: judge, Pid: os.Getpid()}
 }
 
 func (f *Fixer) hook(s Step, l *scan.Lock) {

@@ -24,14 +24,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/fsx"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -83,6 +80,10 @@ type Options struct {
 	// if Acquire fails after Start, the caller ends it. This process holds
 	// the flock too, so Also should name it.
 	Start func(lockDir *os.File) (pid int, err error)
+	// Kernel answers what the lock asks of the running kernel: this host,
+	// start times, the judge of each try (judges.Kernel, handed in by
+	// internal/cli). Nil fails closed: nothing can be acquired.
+	Kernel Kernel
 }
 
 // Lock is a held lock. Release it exactly once.
@@ -107,6 +108,10 @@ type Lock struct {
 	// kernel is the lock directory, open, with this process's flock on it
 	// (nil where the platform has no flock).
 	kernel *os.File
+	// kern is the wired kernel (Options.Kernel), host the machine it
+	// reads.
+	kern Kernel
+	host verdict.Host
 }
 
 // File is the lock directory, open, with this process's flock on it: pass
@@ -115,45 +120,10 @@ type Lock struct {
 // is nil where the platform has no flock. Release closes it.
 func (l *Lock) File() *os.File { return l.kernel }
 
-// localHost is read once per process: boot id, pid namespace and host do
-// not change under a running process.
-var localHost = sync.OnceValue(kernel.LocalHost)
-
 // selfPid is this process's pid, asked once: a Go process cannot fork
 // without exec, so it cannot change, and an Acquire and Release asked for it
 // six times.
 var selfPid = os.Getpid()
-
-// selfStart is this process's own start time once it has been read: it
-// cannot change while the process runs, and reading it was a fifth of an
-// Acquire's cost. A failure to read it is not kept.
-var selfStart atomic.Uint64
-
-// startOf returns the start time of a running pid, the fence of the record.
-func startOf(pid int) (uint64, error) {
-	if pid != selfPid {
-		return probeStart(pid)
-	}
-	if s := selfStart.Load(); s != 0 {
-		return s, nil
-	}
-	s, err := probeStart(pid)
-	if err == nil {
-		selfStart.Store(s)
-	}
-	return s, err
-}
-
-func probeStart(pid int) (uint64, error) {
-	p := kernel.KernelProbe{}.Probe(pid)
-	if p.State != verdict.StateRunning || !p.HasStart {
-		if p.Err != nil {
-			return 0, fmt.Errorf("pid %d is not a running process whose start time can be read (%v)", pid, p.Err)
-		}
-		return 0, fmt.Errorf("pid %d is not a running process whose start time can be read", pid)
-	}
-	return p.Start, nil
-}
 
 // split checks that path can name a lock and splits it into the lock's
 // absolute path, its directory and its name, the directory resolved
@@ -271,9 +241,9 @@ func roomForSides(fs fsx.FS, path, name string) error {
 
 var errNoFence = errors.New("cannot read this host's boot id, pid namespace or name, so the lock cannot be fenced")
 
-// holder builds the record for opts.
-func holder(opts Options) (scan.Holder, error) {
-	h := localHost()
+// holder builds the record for opts, asking k for the fence.
+func holder(k Kernel, opts Options) (scan.Holder, error) {
+	h := k.Host()
 	if h.BootID == "" || h.PidNS == "" || h.Name == "" {
 		return scan.Holder{}, errNoFence
 	}
@@ -281,7 +251,7 @@ func holder(opts Options) (scan.Holder, error) {
 	if pid == 0 {
 		pid = selfPid
 	}
-	start, err := startOf(pid)
+	start, err := k.Start(pid)
 	if err != nil {
 		return scan.Holder{}, err
 	}
@@ -297,7 +267,7 @@ func holder(opts Options) (scan.Holder, error) {
 		rec.Command = filepath.Base(os.Args[0])
 	}
 	for _, a := range opts.Also {
-		s, err := startOf(a)
+		s, err := k.Start(a)
 		if err != nil {
 			return scan.Holder{}, err
 		}
@@ -336,11 +306,13 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	defer d.Close()
-	if h := localHost(); h.BootID == "" || h.PidNS == "" || h.Name == "" {
+	k := kernelOr(opts.Kernel)
+	host := k.Host()
+	if host.BootID == "" || host.PidNS == "" || host.Name == "" {
 		// Checked before Start makes a process that would have to be ended.
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, errNoFence)
 	}
-	l := &Lock{Path: abs, dir: d.Path(), name: name, hook: opts.Hook, waiting: opts.Waiting}
+	l := &Lock{Path: abs, dir: d.Path(), name: name, hook: opts.Hook, waiting: opts.Waiting, kern: k, host: host}
 	longest := name
 	if opts.Slots > 1 {
 		paths, err := SlotPaths(abs, opts.Slots)
@@ -371,11 +343,11 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 	// the build takes a token of its maker, this process.
 	token := ""
 	if opts.Start == nil {
-		if l.Holder, err = holder(opts); err != nil {
+		if l.Holder, err = holder(k, opts); err != nil {
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 		if grace > 0 {
-			if err := reserveFor(&l.Holder, grace); err != nil {
+			if err := reserveFor(host, &l.Holder, grace); err != nil {
 				return nil, fmt.Errorf("cannot reserve %s: %w", abs, err)
 			}
 		}
@@ -412,7 +384,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 		if opts.Pid, err = opts.Start(l.kernel); err != nil {
 			return nil, err
 		}
-		if l.Holder, err = holder(opts); err != nil {
+		if l.Holder, err = holder(k, opts); err != nil {
 			return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 		}
 	}
@@ -437,7 +409,7 @@ func acquire(ctx context.Context, path string, opts Options, grace time.Duration
 // was written carries nothing else to tell a reader in another namespace
 // whose pid it names.
 func (l *Lock) makeBuild(d fsx.Dir, token string) (string, error) {
-	tmp := fmt.Sprintf("%s.new.%s.%d%s", l.name, token, selfPid, scan.NSSuffix(localHost().PidNS))
+	tmp := fmt.Sprintf("%s.new.%s.%d%s", l.name, token, selfPid, scan.NSSuffix(l.host.PidNS))
 	if err := d.Mkdir(tmp, 0o755); err != nil {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			// Not the build's own name, which means nothing to an
@@ -490,15 +462,8 @@ func (l *Lock) publish(ctx context.Context, d fsx.Dir, tmp string) (published bo
 	if len(names) == 0 {
 		names = []string{l.name}
 	}
-	host := localHost()
-	// The kernel's lock table is asked only when a holder reads gone: a
-	// running process with a flock on the lock still holds it. Nothing else
-	// of the kernel's evidence: acquire never breaks an owner-less lock.
-	// Where the table is not the whole machine's (in a container), the lock
-	// itself is asked, its flock taken for an instant: a refusal is a
-	// holder, and success lets acquire break a lock whose holder crashed
-	// in this container and that nobody holds.
-	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}, Evidence: verdict.LocksOnly{Evidence: &kernel.KernelEvidence{Fresh: true}}, FileLocks: kernel.FileLocks{Take: true}}
+	// Every try asks the kernel afresh (judges.Acquire says why).
+	judge := l.kern.AcquireJudge(l.host)
 	fixer := &fix.Fixer{Judge: judge, Pid: selfPid}
 	wait := time.Millisecond
 	var last verdict.Result
@@ -860,7 +825,8 @@ func (l *Lock) Release() error {
 // shell) releases a lock.
 //
 // hook, if given, is called at each release Point (tests only).
-func ReleaseFor(path string, pid int, hook ...func(Point)) error {
+func ReleaseFor(path string, pid int, k Kernel, hook ...func(Point)) error {
+	k = kernelOr(k)
 	abs, dir, name, err := split(path)
 	if err != nil {
 		return err
@@ -873,7 +839,7 @@ func ReleaseFor(path string, pid int, hook ...func(Point)) error {
 		// The record is already out of the lock: a release of the caller's
 		// was interrupted. Finish it, or put the record back and release
 		// it again, if it is the caller's.
-		done, err := finishOwnRelease(cur, pid)
+		done, err := finishOwnRelease(k, cur, pid)
 		if done || err != nil {
 			return err
 		}
@@ -894,8 +860,8 @@ func ReleaseFor(path string, pid int, hook ...func(Point)) error {
 	}
 	rec := cur.Holders[0]
 	h := *rec.Holder
-	start, err := startOf(pid)
-	host := localHost()
+	start, err := k.Start(pid)
+	host := k.Host()
 	if err != nil || h.Pid != int64(pid) || h.Start != start || h.BootID != host.BootID || h.PidNS != host.PidNS {
 		return &NotHolderError{Path: abs, Pid: pid, Holder: h}
 	}
@@ -910,12 +876,12 @@ func ReleaseFor(path string, pid int, hook ...func(Point)) error {
 // after its record was claimed out of the lock: it reports done when such a
 // release was found and finished. A claim holding someone else's record is
 // *NotHolderError; anything unfinished is left as it is.
-func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
-	start, err := startOf(pid)
+func finishOwnRelease(k Kernel, cur *scan.Lock, pid int) (bool, error) {
+	start, err := k.Start(pid)
 	if err != nil {
 		return false, nil
 	}
-	host := localHost()
+	host := k.Host()
 	mine := false
 	for _, c := range cur.Claims {
 		h := c.Record.Holder
@@ -930,7 +896,7 @@ func finishOwnRelease(cur *scan.Lock, pid int) (bool, error) {
 	if !mine {
 		return false, nil
 	}
-	judge := &verdict.Judge{Host: host, Probe: kernel.KernelProbe{}}
+	judge := k.ReleaseJudge(host)
 	res := judge.Judge(cur)
 	if res.Verdict != verdict.Claimed || len(res.Remove) == 0 {
 		return false, fmt.Errorf("cannot release %s: a release of it is under way (%s)", cur.Path, res.Reason)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -56,8 +55,7 @@ func Reserve(ctx context.Context, path string, grace time.Duration, opts Options
 }
 
 // reserveFor makes h, a fresh record, a reservation until grace from now.
-func reserveFor(h *scan.Holder, grace time.Duration) error {
-	host := localHost()
+func reserveFor(host verdict.Host, h *scan.Holder, grace time.Duration) error {
 	switch {
 	case host.Clock == nil:
 		return errors.New("this platform's monotonic clock cannot be read, and a reservation's deadline is on it")
@@ -95,7 +93,7 @@ func (e *ReservationEndedError) Error() string {
 
 // reserved reads the lock at path and returns it when it is the
 // reservation token names, with its record, judged.
-func reserved(abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Result, error) {
+func reserved(k Kernel, abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Result, error) {
 	cur, err := scan.ReadOne(dir, name)
 	if err != nil {
 		return nil, scan.Record{}, verdict.Result{}, err
@@ -119,8 +117,7 @@ func reserved(abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Re
 	case h.Token != token:
 		return no("it is another reservation")
 	}
-	judge := &verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
-	return cur, rec, judge.Judge(cur), nil
+	return cur, rec, k.ReserveJudge(k.Host()).Judge(cur), nil
 }
 
 // Adopt makes opts.Pid (0: this process) the holder of the lock reserved
@@ -142,7 +139,8 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
 	}
 	defer d.Close()
-	cur, rec, res, err := reserved(abs, d.Path(), name, token)
+	k := kernelOr(opts.Kernel)
+	cur, rec, res, err := reserved(k, abs, d.Path(), name, token)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +150,11 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("cannot adopt %s: %s: %s", abs, res.Verdict, res.Reason)
 	}
-	h, err := holder(opts)
+	h, err := holder(k, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook}
+	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, kern: k, host: k.Host()}
 	in, err := d.OpenDir(name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
@@ -199,7 +197,7 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if err != nil || !st.SameFile(rec.Info) || string(data) != string(rec.Raw) {
 		return nil, back(&NotReservedError{Path: abs, Token: token, Why: "its record changed between the look and the claim"})
 	}
-	judge := &verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
+	judge := k.ReserveJudge(k.Host())
 	if v, reason := judge.Reservation(rec.Holder); v != verdict.Live {
 		return nil, back(&ReservationEndedError{Path: abs, Reason: reason})
 	}
@@ -232,12 +230,14 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 // ReleaseReservation gives up the reservation token names, unadopted (the
 // dispatch provably failed): claimed, checked and removed as any release.
 // A reservation whose grace has passed may be released too.
-func ReleaseReservation(path, token string) error {
+//
+// k is the wired kernel (judges.Kernel); nil fails closed.
+func ReleaseReservation(path, token string, k Kernel) error {
 	abs, dir, name, err := split(path)
 	if err != nil {
 		return err
 	}
-	cur, rec, _, err := reserved(abs, dir, name, token)
+	cur, rec, _, err := reserved(kernelOr(k), abs, dir, name, token)
 	if err != nil {
 		return err
 	}
