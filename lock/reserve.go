@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -144,17 +145,14 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Verdict != verdict.Live {
-		if res.Verdict == verdict.Gone {
-			return nil, &ReservationEndedError{Path: abs, Reason: res.Reason}
-		}
-		return nil, fmt.Errorf("cannot adopt %s: %s: %s", abs, res.Verdict, res.Reason)
+	if err := adoptable(abs, res); err != nil {
+		return nil, err
 	}
 	h, err := holder(k, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, kern: k, host: k.Host()}
+	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, kern: k, host: k.Host(), dirInfo: cur.Info}
 	in, err := d.OpenDir(name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
@@ -163,17 +161,13 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if st, err := in.Stat(); err != nil || !cur.Info.Same(st) {
 		return nil, &NotReservedError{Path: abs, Token: token, Why: "the lock directory was replaced since it was read"}
 	}
-	l.dirInfo = cur.Info
 
 	// 1. The worker's record, complete and durable, beside the lock.
-	tmp, err := l.makeBuild(d, h.Token)
+	tmp, err := l.buildWorker(d)
 	if err != nil {
 		return nil, err
 	}
 	defer removeBuilt(d, tmp) // empty once the record has moved in
-	if err := l.build(d, tmp); err != nil {
-		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
-	}
 	// 2. Claim the reservation, as a release does: the directory stays,
 	// empty, with the claim beside it naming this process.
 	claim := fmt.Sprintf("%s.rel.%s.%d", name, token, selfPid)
@@ -203,28 +197,69 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	}
 	// 4. The worker's record goes in. Nothing else can have: the lock
 	// directory was never free.
-	t, err := d.OpenDir(tmp)
-	if err != nil {
-		return nil, back(fmt.Errorf("cannot adopt %s: %w", abs, err))
-	}
-	defer t.Close()
-	if err := t.MoveNoReplace("holder", in, "holder"); err != nil {
-		return nil, back(fmt.Errorf("cannot adopt %s: %w", abs, err))
+	if err := l.moveIn(d, tmp, in); err != nil {
+		return nil, back(err)
 	}
 	l.at(AdoptMoved)
 	if err := d.Remove(claim); err != nil {
 		return l, fmt.Errorf("adopted %s, but the reservation's claim %s could not be removed: %w", abs, d.Join(claim), err)
 	}
 	if opts.Pid == 0 || opts.Pid == selfPid {
-		if f, err := d.OpenDirFile(name); err == nil {
-			if tryFlock(f) == nil {
-				l.kernel = f
-			} else {
-				f.Close()
-			}
-		}
+		l.flockAdopted(d)
 	}
 	return l, nil
+}
+
+// buildWorker builds the worker's record, complete and durable, beside
+// the lock, and returns the build's name; on failure it leaves nothing.
+func (l *Lock) buildWorker(d fsx.Dir) (string, error) {
+	tmp, err := l.makeBuild(d, l.Holder.Token)
+	if err != nil {
+		return "", err
+	}
+	if err := l.build(d, tmp); err != nil {
+		removeBuilt(d, tmp)
+		return "", fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	return tmp, nil
+}
+
+// adoptable says why a reservation judged res cannot be adopted, or nil.
+func adoptable(abs string, res verdict.Result) error {
+	if res.Verdict != verdict.Live {
+		if res.Verdict == verdict.Gone {
+			return &ReservationEndedError{Path: abs, Reason: res.Reason}
+		}
+		return fmt.Errorf("cannot adopt %s: %s: %s", abs, res.Verdict, res.Reason)
+	}
+	return nil
+}
+
+// moveIn moves the worker's record from its build tmp into the lock
+// directory in, never replacing anything.
+func (l *Lock) moveIn(d fsx.Dir, tmp string, in fsx.Dir) error {
+	t, err := d.OpenDir(tmp)
+	if err != nil {
+		return fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	defer t.Close()
+	if err := t.MoveNoReplace("holder", in, "holder"); err != nil {
+		return fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	return nil
+}
+
+// flockAdopted takes the kernel lock on the adopted lock directory for
+// this process, the worker, where it can: it adds evidence and replaces
+// nothing (flockBuilt says why), so a failure leaves the lock without it.
+func (l *Lock) flockAdopted(d fsx.Dir) {
+	if f, err := d.OpenDirFile(l.name); err == nil {
+		if tryFlock(f) == nil {
+			l.kernel = f
+		} else {
+			f.Close()
+		}
+	}
 }
 
 // ReleaseReservation gives up the reservation token names, unadopted (the
