@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -31,7 +32,7 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 			t.Fatalf("Judge(%s).Remove = %v, want the directory and both side files", lock, res.Remove)
 		}
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished 2 abandoned side files")
 		if left := names(t, dir); len(left) > 0 {
@@ -50,7 +51,7 @@ func TestSeveralAbandonedClaims(t *testing.T) {
 			t.Fatalf("Judge(%s).Remove = %v, want none while a releaser runs", lock, res.Remove)
 		}
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "")
 		testutil.SameTree(t, dir, before)
@@ -76,7 +77,7 @@ func TestClaimsNameTheirNamespace(t *testing.T) {
 			dir := tempDir(t)
 			lock, _, _ := tc.make(t, host, dir, testutil.Gone(t))
 			res := judge(t, dir, lock, verdict.Gone)
-			f := fix.New(host)
+			f := fix.New(judges.Sweep(host))
 			var seen []scan.Claim
 			f.Hook = func(s fix.Step, l *scan.Lock) {
 				if s != fix.BeforeVerify {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -75,7 +76,7 @@ func TestSweepEachFormat(t *testing.T) {
 			lock, _, _ := tt.make(t, host, dir, tt.holder(t))
 			res := judge(t, dir, lock, verdict.Gone)
 
-			o := fix.New(host).Fix(res)
+			o := fix.New(judges.Sweep(host)).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Removed, "was gone")
 			if o.Conflict != "" {
@@ -175,7 +176,7 @@ func TestSweepSkipsWhatIsNotGone(t *testing.T) {
 			res := judge(t, dir, lock, tt.want)
 			before := testutil.Snapshot(t, dir)
 
-			o := fix.New(host).Fix(res)
+			o := fix.New(judges.Sweep(host)).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Skipped, "")
 			testutil.SameTree(t, dir, before)
@@ -227,7 +228,7 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 			lockIno := inode(t, lock)
 			var rec []byte
 			var ino uint64
-			f := fix.New(host)
+			f := fix.New(judges.Sweep(host))
 			f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { rec, ino = tt.change(t, record, old) })
 
 			o := f.Fix(res)
@@ -256,7 +257,7 @@ func TestNewOwnerAfterClaim(t *testing.T) {
 	res := judge(t, dir, lock, verdict.Gone)
 	rec := testutil.PidRec(testutil.Sleeper(t).Process.Pid)
 	var ino uint64
-	f := fix.New(host)
+	f := fix.New(judges.Sweep(host))
 	f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceFile(t, lock, rec) })
 
 	o := f.Fix(res)
@@ -310,7 +311,7 @@ func TestRmdirFailureRollsBack(t *testing.T) {
 			res := judge(t, dir, lock, verdict.Gone)
 			recIno, lockIno := inode(t, record), inode(t, lock)
 			intruder := filepath.Join(lock, "intruder")
-			f := fix.New(host)
+			f := fix.New(judges.Sweep(host))
 			f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { testutil.WriteFile(t, intruder, []byte("new\n")) })
 
 			o := f.Fix(res)
@@ -344,7 +345,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		rec := testutil.RecA(live, host.Name)
 		intruder := filepath.Join(lock, "intruder")
 		var ino uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
 			testutil.WriteFile(t, record, rec) // a new record where the claimed one was
 			ino = inode(t, record)
@@ -364,7 +365,7 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		oldIno := inode(t, record)
 		rec := []byte("new\n")
 		var ino uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
 			// One new file both fails the rmdir and stands in the way back.
 			testutil.WriteFile(t, record, rec)
@@ -442,7 +443,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		lock, record, rec := makeA(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		var ino uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceDir(t, lock) })
 
 		o := f.Fix(res)
@@ -462,7 +463,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		res := judge(t, dir, lock, verdict.Gone)
 		recIno := inode(t, record)
 		var ino uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceDir(t, lock) })
 
 		o := f.Fix(res)
@@ -480,7 +481,7 @@ func TestLockDirReplacedBeforeRmdir(t *testing.T) {
 		testutil.WriteFile(t, claim, rec)
 		res := judge(t, dir, lock, verdict.Claimed)
 		var ino uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceDir(t, lock) })
 
 		o := f.Fix(res)
@@ -513,7 +514,7 @@ func TestTwoBreakersOneRecord(t *testing.T) {
 				dir := tempDir(t)
 				lock, _, _ := ft.make(t, host, dir, testutil.Gone(t))
 				res := judge(t, dir, lock, verdict.Gone)
-				first, second := fix.New(host), fix.New(host)
+				first, second := fix.New(judges.Sweep(host)), fix.New(judges.Sweep(host))
 				second.Pid = other
 				var o2 fix.Outcome
 				first.Hook = at(t, step, func(*scan.Lock) { o2 = second.Fix(res) })
@@ -556,7 +557,7 @@ func TestAbandonedBreak(t *testing.T) {
 		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.RecA(testutil.Gone(t), host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished the abandoned break")
 		if left := names(t, dir); len(left) > 0 {
@@ -571,7 +572,7 @@ func TestAbandonedBreak(t *testing.T) {
 		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%s.%d", lock, tok, testutil.Gone(t)), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished the abandoned break")
 		if left := names(t, dir); len(left) > 0 {
@@ -584,7 +585,7 @@ func TestAbandonedBreak(t *testing.T) {
 		testutil.WriteFile(t, fmt.Sprintf("%s.dead.%d.12345", lock, testutil.Gone(t)), testutil.PidRec(testutil.Gone(t)))
 		res := judge(t, dir, lock, verdict.Claimed)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished the abandoned break")
 		if left := names(t, dir); len(left) > 0 {
@@ -623,7 +624,7 @@ func TestAbandonedBreak(t *testing.T) {
 			ino := inode(t, claim)
 			res := judge(t, dir, lock, verdict.Claimed)
 
-			o := fix.New(host).Fix(res)
+			o := fix.New(judges.Sweep(host)).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Restored, "is alive")
 			wantFile(t, to, rec, ino)
@@ -641,7 +642,7 @@ func TestAbandonedBreak(t *testing.T) {
 		res := judge(t, dir, lock, verdict.Claimed)
 		other := []byte("someone else\n")
 		var otherIno uint64
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) {
 			testutil.WriteFile(t, to, other)
 			otherIno = inode(t, to)
@@ -663,7 +664,7 @@ func TestAbandonedBreak(t *testing.T) {
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := testutil.Snapshot(t, dir)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "under way")
 		testutil.SameTree(t, dir, before)
@@ -683,7 +684,7 @@ func TestAbandonedRelease(t *testing.T) {
 		testutil.WriteFile(t, fmt.Sprintf("%s.holder.releasing.%d", lock, pid), testutil.RecA(pid, host.Name))
 		res := judge(t, dir, lock, verdict.Claimed)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished the abandoned release")
 		if left := names(t, dir); len(left) > 0 {
@@ -698,7 +699,7 @@ func TestAbandonedRelease(t *testing.T) {
 		testutil.WriteFile(t, fmt.Sprintf("%s.rel.%s", lock, tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 		res := judge(t, dir, lock, verdict.Claimed)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Removed, "finished the abandoned release")
 		if left := names(t, dir); len(left) > 0 {
@@ -713,7 +714,7 @@ func TestAbandonedRelease(t *testing.T) {
 		res := judge(t, dir, lock, verdict.Claimed)
 		before := testutil.Snapshot(t, dir)
 
-		o := fix.New(host).Fix(res)
+		o := fix.New(judges.Sweep(host)).Fix(res)
 
 		wantOutcome(t, lock, o, fix.Skipped, "")
 		testutil.SameTree(t, dir, before)
@@ -742,7 +743,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		reg, out, lock, res := setup(t)
 		outside := testutil.Snapshot(t, out)
 		moved := testutil.Snapshot(t, filepath.Join(reg, "sub"))
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, filepath.Join(reg, "sub"), filepath.Join(reg, "sub.moved"), filepath.Join(out, "sub"))
 		})
@@ -757,7 +758,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		reg, _, lock, res := setup(t)
 		away := filepath.Join(tempDir(t), "sub")
 		moved := testutil.Snapshot(t, filepath.Join(reg, "sub"))
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, filepath.Join(reg, "sub"), away, away)
 		})
@@ -771,7 +772,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		reg, out, lock, res := setup(t)
 		outside := testutil.Snapshot(t, out)
 		target := filepath.Join(out, "sub", "x.lock.holder")
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) {
 			if err := os.Remove(lock + ".holder"); err != nil {
 				t.Fatal(err)
@@ -804,7 +805,7 @@ func TestSymlinkSwappedMidSweep(t *testing.T) {
 		mkGenB(t, filepath.Join(out, "sub"), "x.lock", tok, rec)
 		res := judge(t, reg, lock, verdict.Gone)
 		outside := testutil.Snapshot(t, out)
-		f := fix.New(host)
+		f := fix.New(judges.Sweep(host))
 		f.Hook = at(t, fix.BeforeOpen, func(*scan.Lock) {
 			swap(t, lock, lock+".moved", filepath.Join(out, "sub", "x.lock"))
 		})
@@ -856,7 +857,7 @@ func TestGenBExtrasKept(t *testing.T) {
 			res := judge(t, dir, lock, verdict.Gone)
 			before := testutil.Snapshot(t, dir)
 
-			o := fix.New(host).Fix(res)
+			o := fix.New(judges.Sweep(host)).Fix(res)
 
 			wantOutcome(t, lock, o, fix.Kept, tt.reason)
 			testutil.SameTree(t, dir, before)
@@ -875,7 +876,7 @@ func TestSweepNameTooLongToClaim(t *testing.T) {
 	if res.Lock.FS.NameMax != 255 {
 		t.Skipf("the name limit here is %d, not 255", res.Lock.FS.NameMax)
 	}
-	o := fix.New(host).Fix(res)
+	o := fix.New(judges.Sweep(host)).Fix(res)
 	wantOutcome(t, lock, o, fix.Kept, "would be longer than this file system takes (255): it cannot be removed safely by lockctl; remove it by hand")
 	if left := names(t, dir); len(left) != 1 {
 		t.Errorf("after Fix(%s) the registry holds %q, want the lock alone", lock, left)

@@ -14,6 +14,7 @@ import (
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -155,7 +156,7 @@ func legacyFixer(t *testing.T) *fix.Fixer {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the legacy sweep acts only when every process's open files can be seen")
 	}
-	f := fix.New(localHost())
+	f := fix.New(judges.Sweep(localHost()))
 	f.Judge.Evidence = seenButHidden{&kernel.KernelEvidence{Fresh: true}}
 	f.LegacyOlderThan = time.Hour
 	return f
@@ -188,7 +189,7 @@ func TestLegacyFixAloneNeverSweeps(t *testing.T) {
 		age(t, p)
 	}
 	before := testutil.Snapshot(t, reg)
-	f := fix.New(localHost())
+	f := fix.New(judges.Sweep(localHost()))
 	for _, l := range locks {
 		p := filepath.Join(reg, l.name)
 		res := judgeEv(t, reg, p, verdict.Ownerless)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -205,7 +206,7 @@ func TestHelperSweeper(t *testing.T) {
 	// both head-on and in each other's wake.
 	reverse := os.Getenv(envReverse) == "1"
 	sort.Slice(results, func(i, j int) bool { return (results[i].Lock.Path < results[j].Lock.Path) != reverse })
-	fixer := fix.New(host)
+	fixer := fix.New(judges.Sweep(host))
 	for _, res := range results {
 		o := fixer.Fix(res)
 		fmt.Printf("%s %s\t%s\n", res.Lock.Path, o.Action, o.Reason)

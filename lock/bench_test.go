@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				t0 := time.Now()
-				l, err := lock.Acquire(ctx, p, lock.Options{})
+				l, err := lock.Acquire(ctx, p, lock.Options{Kernel: judges.Kernel{}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -288,7 +289,7 @@ func TestBenchContendedWorker(t *testing.T) {
 	var holds strings.Builder
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		l, err := lock.Acquire(ctx, p, lock.Options{})
+		l, err := lock.Acquire(ctx, p, lock.Options{Kernel: judges.Kernel{}})
 		if err != nil {
 			if ctx.Err() != nil {
 				break

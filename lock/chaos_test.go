@@ -62,7 +62,7 @@ func chaosWorker() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		l, err := Acquire(ctx, path, Options{})
+		l, err := Acquire(ctx, path, Options{Kernel: kern})
 		cancel()
 		if err != nil {
 			fail("acquire", err)

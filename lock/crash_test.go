@@ -67,7 +67,7 @@ func pauseHelper() {
 			}
 		}
 	}
-	l, err := Acquire(context.Background(), os.Getenv(pathEnv), Options{Pid: pid, Hook: hook})
+	l, err := Acquire(context.Background(), os.Getenv(pathEnv), Options{Kernel: kern, Pid: pid, Hook: hook})
 	if err != nil {
 		fmt.Printf("acquire: %v\n", err)
 		os.Exit(1)
@@ -104,7 +104,7 @@ func bystander(t *testing.T, dir string) (check func()) {
 	t.Helper()
 	s := testutil.Sleeper(t)
 	m := filepath.Join(dir, "m.lock")
-	if _, err := Acquire(context.Background(), m, Options{Pid: s.Process.Pid, Command: "bystander"}); err != nil {
+	if _, err := Acquire(context.Background(), m, Options{Kernel: kern, Pid: s.Process.Pid, Command: "bystander"}); err != nil {
 		t.Fatal(err)
 	}
 	before := testutil.Snapshot(t, m)
@@ -209,7 +209,7 @@ func TestCrashLockForLiveHolder(t *testing.T) {
 
 			// Held, or fully released: never half of each.
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			l, err := Acquire(ctx, p, Options{})
+			l, err := Acquire(ctx, p, Options{Kernel: kern})
 			cancel()
 			held := err != nil
 			switch point {

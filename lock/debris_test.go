@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -26,7 +27,7 @@ func releaseFor(path string, pid int) (err error) {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return ReleaseFor(path, pid)
+	return ReleaseFor(path, pid, kern)
 }
 
 // TestReleaseForBesideClaimedRecord: lockctl release on a lock whose record
@@ -159,7 +160,7 @@ func TestAcquireBreaksAbandonedReleaseBesideManyBuilds(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	l, err := Acquire(ctx, p, Options{})
+	l, err := Acquire(ctx, p, Options{Kernel: kern})
 	if err != nil {
 		var o *OwnerlessError
 		if errors.As(err, &o) {
@@ -185,7 +186,7 @@ func TestBuildNameCarriesNamespace(t *testing.T) {
 		t.Skip("no pid namespace inode here")
 	}
 	var names []string
-	l, err := Acquire(context.Background(), p, Options{Hook: func(pt Point) {
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern, Hook: func(pt Point) {
 		if pt == Built {
 			ents, _ := os.ReadDir(dir)
 			for _, e := range ents {
@@ -279,7 +280,7 @@ func TestDebrisExaminesBeforeItTouches(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		res.Debris = append(res.Debris, verdict.Step{Op: verdict.OpRemove, Path: filepath.Join(name(i), "holder")}, verdict.Step{Op: verdict.OpRmdir, Path: name(i)})
 	}
-	if n := fix.New(localHost()).Debris(res); n != 0 {
+	if n := fix.New(judges.Sweep(localHost())).Debris(res); n != 0 {
 		t.Errorf("Debris removed %d, want 0: none of them is a build", n)
 	}
 	testutil.Untouched(t, dir, before)

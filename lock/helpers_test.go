@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/dev/testutil"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -44,7 +45,7 @@ func killAndReap(t *testing.T, c *exec.Cmd) {
 // holderFor is the record Acquire would write for pid, changed by edit.
 func holderFor(t *testing.T, pid int, edit func(*scan.Holder)) (scan.Holder, []byte) {
 	t.Helper()
-	h, err := holder(Options{Pid: pid, Command: "holder-" + strconv.Itoa(pid)})
+	h, err := holder(kern, Options{Kernel: kern, Pid: pid, Command: "holder-" + strconv.Itoa(pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func describe(rs []verdict.Result) string {
 // the outcomes by lock name.
 func sweep(t *testing.T, dir string) map[string]fix.Outcome {
 	t.Helper()
-	f := fix.New(localHost())
+	f := fix.New(judges.Sweep(localHost()))
 	out := map[string]fix.Outcome{}
 	for _, r := range judgeDir(t, dir) {
 		out[r.Lock.Name] = f.Fix(r)
@@ -207,7 +208,7 @@ func acquireWithin(t *testing.T, path string, d time.Duration) *Lock {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	l, err := Acquire(ctx, path, Options{})
+	l, err := Acquire(ctx, path, Options{Kernel: kern})
 	if err != nil {
 		t.Fatalf("Acquire(%s) = %v, want the lock within %s", path, err, d)
 	}

@@ -8,13 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
-	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
-	"github.com/lockctl/lockctl/verdict"
 )
 
 // Kind is the kind of a lockctl lock.
@@ -110,14 +107,15 @@ func AcquireKernel(ctx context.Context, path string, opts Options) (*KernelLock,
 		return nil, fmt.Errorf("cannot acquire %s: %w", abs, err)
 	}
 	defer d.Close()
+	kern := kernelOr(opts.Kernel)
 	wait := time.Millisecond
 	tell := waitTeller(opts.Waiting)
 	lastLook := time.Time{}
 	for quick := 0; ; {
-		k, st, err := takeKernel(d, abs, name, opts.Hook)
+		kl, st, err := takeKernel(d, abs, name, opts.Hook)
 		switch {
 		case err == nil:
-			return k, nil
+			return kl, nil
 		case errors.Is(err, errReplaced):
 			if quick++; quick < 4 {
 				continue
@@ -130,11 +128,11 @@ func AcquireKernel(ctx context.Context, path string, opts Options) (*KernelLock,
 			// Who holds it costs a look at the kernel's lock table: once a
 			// second at most.
 			lastLook = time.Now()
-			tell(kernelHeld(abs, st, nil).(*HeldError).who())
+			tell(kernelHeld(kern, abs, st, nil).(*HeldError).who())
 		}
 		select {
 		case <-ctx.Done():
-			return nil, kernelHeld(abs, st, ctx.Err())
+			return nil, kernelHeld(kern, abs, st, ctx.Err())
 		case <-time.After(wait/2 + rand.N(wait)):
 		}
 		wait = min(wait*2, 50*time.Millisecond)
@@ -207,8 +205,8 @@ func checkKernelFile(f *os.File, abs string) error {
 }
 
 // kernelHeld is the error of a wait on a kernel lock that ended: it names
-// the holder the kernel's lock table shows, where it can.
-func kernelHeld(abs string, st fs.FileInfo, err error) error {
+// the holder the kernel's lock table shows (k.LockHolders), where it can.
+func kernelHeld(k Kernel, abs string, st fs.FileInfo, err error) error {
 	e := &HeldError{Path: abs, Reason: "a kernel lock on it is held by a process lockctl cannot name from here", Err: err}
 	if st == nil {
 		return e
@@ -217,26 +215,8 @@ func kernelHeld(abs string, st fs.FileInfo, err error) error {
 	if !ok {
 		return e
 	}
-	ev := &kernel.KernelEvidence{}
-	var hs []verdict.KernelHolder
-	if t, ok := any(ev).(verdict.LockTable); ok {
-		// The table lists the file under its mount's device, which on
-		// btrfs is not its st_dev (LockDetail.Cover).
-		key := dev
-		if d, ok := t.(verdict.LockDetail); ok {
-			key = d.Cover(filepath.Dir(abs), filepath.Base(abs), fsx.Stat{Dev: dev, Ino: ino}).Dev
-		}
-		hs = t.Locks(key, ino)
-	}
-	if len(hs) == 0 || hs[0].Pid <= 0 {
-		// The taker has exited (flock(1) in "exec 9>>L; flock 9", or a
-		// SIGKILLed lockctl run): whoever has the file open with the lock
-		// holds it. Finding them costs a look at every process's files,
-		// taken once, when the wait has already ended.
-		hs, _ = ev.Holders(dev, ino)
-	}
-	for _, h := range hs {
-		if h.Pid > 0 && h.How != "open" && !strings.HasSuffix(h.How, kernel.InheritedNote) {
+	for _, h := range k.LockHolders(filepath.Dir(abs), filepath.Base(abs), dev, ino) {
+		if h.Pid > 0 {
 			e.Holder = scan.Holder{Pid: int64(h.Pid), PidText: fmt.Sprint(h.Pid), Command: h.Comm}
 			e.Reason = fmt.Sprintf("%s held by pid %d (%s)", h.How, h.Pid, h.Comm)
 			return e

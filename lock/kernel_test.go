@@ -36,7 +36,7 @@ func TestAcquireKernelLocksWhatThePathNames(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	k, err := AcquireKernel(context.Background(), p, Options{Hook: hook})
+	k, err := AcquireKernel(context.Background(), p, Options{Kernel: kern, Hook: hook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestAcquireKernelFiles(t *testing.T) {
 	take := func(name string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		k, err := AcquireKernel(ctx, filepath.Join(dir, name), Options{})
+		k, err := AcquireKernel(ctx, filepath.Join(dir, name), Options{Kernel: kern})
 		if err == nil {
 			err = k.Release()
 		}

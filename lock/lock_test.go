@@ -26,7 +26,7 @@ func judge(t *testing.T, path string) verdict.Result {
 
 func TestAcquireRelease(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.lock")
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestAcquireBreaksGoneHolder(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
+	if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
 	c.Process.Kill()
@@ -56,7 +56,7 @@ func TestAcquireBreaksGoneHolder(t *testing.T) {
 	if r := judge(t, p); r.Verdict != verdict.Gone {
 		t.Fatalf("judged %s (%s), want gone", r.Verdict, r.Reason)
 	}
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +67,14 @@ func TestAcquireBreaksGoneHolder(t *testing.T) {
 
 func TestAcquireWaitsOnLiveHolder(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.lock")
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = Acquire(ctx, p, Options{})
+	_, err = Acquire(ctx, p, Options{Kernel: kern})
 	var held *HeldError
 	if !errors.As(err, &held) || held.Holder.Pid != int64(os.Getpid()) {
 		t.Fatalf("Acquire on a held lock = %v, want *HeldError naming pid %d", err, os.Getpid())

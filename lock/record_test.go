@@ -112,7 +112,7 @@ func TestLockRecordWrittenByAcquireParses(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
 	a, b := testutil.Sleeper(t), testutil.Sleeper(t)
-	l, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}, Command: "cmd\nwith newline"})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: a.Process.Pid, Also: []int{b.Process.Pid}, Command: "cmd\nwith newline"})
 	if err != nil {
 		t.Fatal(err)
 	}

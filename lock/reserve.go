@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -56,8 +56,7 @@ func Reserve(ctx context.Context, path string, grace time.Duration, opts Options
 }
 
 // reserveFor makes h, a fresh record, a reservation until grace from now.
-func reserveFor(h *scan.Holder, grace time.Duration) error {
-	host := localHost()
+func reserveFor(host verdict.Host, h *scan.Holder, grace time.Duration) error {
 	switch {
 	case host.Clock == nil:
 		return errors.New("this platform's monotonic clock cannot be read, and a reservation's deadline is on it")
@@ -95,7 +94,7 @@ func (e *ReservationEndedError) Error() string {
 
 // reserved reads the lock at path and returns it when it is the
 // reservation token names, with its record, judged.
-func reserved(abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Result, error) {
+func reserved(k Kernel, abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Result, error) {
 	cur, err := scan.ReadOne(dir, name)
 	if err != nil {
 		return nil, scan.Record{}, verdict.Result{}, err
@@ -119,8 +118,7 @@ func reserved(abs, dir, name, token string) (*scan.Lock, scan.Record, verdict.Re
 	case h.Token != token:
 		return no("it is another reservation")
 	}
-	judge := &verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
-	return cur, rec, judge.Judge(cur), nil
+	return cur, rec, k.ReserveJudge(k.Host()).Judge(cur), nil
 }
 
 // Adopt makes opts.Pid (0: this process) the holder of the lock reserved
@@ -142,21 +140,19 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
 	}
 	defer d.Close()
-	cur, rec, res, err := reserved(abs, d.Path(), name, token)
+	k := kernelOr(opts.Kernel)
+	cur, rec, res, err := reserved(k, abs, d.Path(), name, token)
 	if err != nil {
 		return nil, err
 	}
-	if res.Verdict != verdict.Live {
-		if res.Verdict == verdict.Gone {
-			return nil, &ReservationEndedError{Path: abs, Reason: res.Reason}
-		}
-		return nil, fmt.Errorf("cannot adopt %s: %s: %s", abs, res.Verdict, res.Reason)
+	if err := adoptable(abs, res); err != nil {
+		return nil, err
 	}
-	h, err := holder(opts)
+	h, err := holder(k, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
 	}
-	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook}
+	l := &Lock{Path: abs, Holder: h, dir: d.Path(), name: name, record: encode(h), hook: opts.Hook, kern: k, host: k.Host(), dirInfo: cur.Info}
 	in, err := d.OpenDir(name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
@@ -165,17 +161,13 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if st, err := in.Stat(); err != nil || !cur.Info.Same(st) {
 		return nil, &NotReservedError{Path: abs, Token: token, Why: "the lock directory was replaced since it was read"}
 	}
-	l.dirInfo = cur.Info
 
 	// 1. The worker's record, complete and durable, beside the lock.
-	tmp, err := l.makeBuild(d, h.Token)
+	tmp, err := l.buildWorker(d)
 	if err != nil {
 		return nil, err
 	}
 	defer removeBuilt(d, tmp) // empty once the record has moved in
-	if err := l.build(d, tmp); err != nil {
-		return nil, fmt.Errorf("cannot adopt %s: %w", abs, err)
-	}
 	// 2. Claim the reservation, as a release does: the directory stays,
 	// empty, with the claim beside it naming this process.
 	claim := fmt.Sprintf("%s.rel.%s.%d", name, token, selfPid)
@@ -199,45 +191,88 @@ func Adopt(path, token string, opts Options) (*Lock, error) {
 	if err != nil || !st.SameFile(rec.Info) || string(data) != string(rec.Raw) {
 		return nil, back(&NotReservedError{Path: abs, Token: token, Why: "its record changed between the look and the claim"})
 	}
-	judge := &verdict.Judge{Host: localHost(), Probe: kernel.KernelProbe{}}
+	judge := k.ReserveJudge(k.Host())
 	if v, reason := judge.Reservation(rec.Holder); v != verdict.Live {
 		return nil, back(&ReservationEndedError{Path: abs, Reason: reason})
 	}
 	// 4. The worker's record goes in. Nothing else can have: the lock
 	// directory was never free.
-	t, err := d.OpenDir(tmp)
-	if err != nil {
-		return nil, back(fmt.Errorf("cannot adopt %s: %w", abs, err))
-	}
-	defer t.Close()
-	if err := t.MoveNoReplace("holder", in, "holder"); err != nil {
-		return nil, back(fmt.Errorf("cannot adopt %s: %w", abs, err))
+	if err := l.moveIn(d, tmp, in); err != nil {
+		return nil, back(err)
 	}
 	l.at(AdoptMoved)
 	if err := d.Remove(claim); err != nil {
 		return l, fmt.Errorf("adopted %s, but the reservation's claim %s could not be removed: %w", abs, d.Join(claim), err)
 	}
 	if opts.Pid == 0 || opts.Pid == selfPid {
-		if f, err := d.OpenDirFile(name); err == nil {
-			if tryFlock(f) == nil {
-				l.kernel = f
-			} else {
-				f.Close()
-			}
-		}
+		l.flockAdopted(d)
 	}
 	return l, nil
+}
+
+// buildWorker builds the worker's record, complete and durable, beside
+// the lock, and returns the build's name; on failure it leaves nothing.
+func (l *Lock) buildWorker(d fsx.Dir) (string, error) {
+	tmp, err := l.makeBuild(d, l.Holder.Token)
+	if err != nil {
+		return "", err
+	}
+	if err := l.build(d, tmp); err != nil {
+		removeBuilt(d, tmp)
+		return "", fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	return tmp, nil
+}
+
+// adoptable says why a reservation judged res cannot be adopted, or nil.
+func adoptable(abs string, res verdict.Result) error {
+	if res.Verdict != verdict.Live {
+		if res.Verdict == verdict.Gone {
+			return &ReservationEndedError{Path: abs, Reason: res.Reason}
+		}
+		return fmt.Errorf("cannot adopt %s: %s: %s", abs, res.Verdict, res.Reason)
+	}
+	return nil
+}
+
+// moveIn moves the worker's record from its build tmp into the lock
+// directory in, never replacing anything.
+func (l *Lock) moveIn(d fsx.Dir, tmp string, in fsx.Dir) error {
+	t, err := d.OpenDir(tmp)
+	if err != nil {
+		return fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	defer t.Close()
+	if err := t.MoveNoReplace("holder", in, "holder"); err != nil {
+		return fmt.Errorf("cannot adopt %s: %w", l.Path, err)
+	}
+	return nil
+}
+
+// flockAdopted takes the kernel lock on the adopted lock directory for
+// this process, the worker, where it can: it adds evidence and replaces
+// nothing (flockBuilt says why), so a failure leaves the lock without it.
+func (l *Lock) flockAdopted(d fsx.Dir) {
+	if f, err := d.OpenDirFile(l.name); err == nil {
+		if tryFlock(f) == nil {
+			l.kernel = f
+		} else {
+			f.Close()
+		}
+	}
 }
 
 // ReleaseReservation gives up the reservation token names, unadopted (the
 // dispatch provably failed): claimed, checked and removed as any release.
 // A reservation whose grace has passed may be released too.
-func ReleaseReservation(path, token string) error {
+//
+// k is the wired kernel (judges.Kernel); nil fails closed.
+func ReleaseReservation(path, token string, k Kernel) error {
 	abs, dir, name, err := split(path)
 	if err != nil {
 		return err
 	}
-	cur, rec, _, err := reserved(abs, dir, name, token)
+	cur, rec, _, err := reserved(kernelOr(k), abs, dir, name, token)
 	if err != nil {
 		return err
 	}

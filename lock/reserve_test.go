@@ -44,7 +44,7 @@ func TestReservationOutlivesReserver(t *testing.T) {
 	const grace = 400 * time.Millisecond
 	mono := func() time.Duration { d, _ := kernel.Monotonic(); return d }
 	end := mono() + grace // the deadline is at least this
-	r, err := Reserve(context.Background(), p, grace, Options{Pid: reserver.Process.Pid, Command: "dispatch"})
+	r, err := Reserve(context.Background(), p, grace, Options{Kernel: kern, Pid: reserver.Process.Pid, Command: "dispatch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReservationOutlivesReserver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = Acquire(ctx, p, Options{})
+	_, err = Acquire(ctx, p, Options{Kernel: kern})
 	var held *HeldError
 	if !errors.As(err, &held) || !held.Holder.Reserved || !strings.Contains(err.Error(), "reserved for a worker") {
 		t.Fatalf("Acquire on a reservation: %v, want a HeldError naming the reservation", err)
@@ -64,7 +64,7 @@ func TestReservationOutlivesReserver(t *testing.T) {
 	if now := mono(); now < end {
 		t.Fatalf("the reservation read gone %s before its deadline", end-now)
 	}
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatalf("Acquire once the grace had passed: %v", err)
 	}
@@ -81,7 +81,7 @@ func TestReservationOutlivesReserver(t *testing.T) {
 func TestAdoptMakesWorkerHolder(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	r, err := Reserve(context.Background(), p, time.Minute, Options{})
+	r, err := Reserve(context.Background(), p, time.Minute, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAdoptMakesWorkerHolder(t *testing.T) {
 			t.Errorf("at %s the lock reads %s (%s): it must never be free", pt, res.Verdict, res.Reason)
 		}
 	}
-	l, err := Adopt(p, r.Token, Options{Pid: worker.Process.Pid, Command: "worker", Hook: hook})
+	l, err := Adopt(p, r.Token, Options{Kernel: kern, Pid: worker.Process.Pid, Command: "worker", Hook: hook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +111,10 @@ func TestAdoptMakesWorkerHolder(t *testing.T) {
 	// The token is spent: adopting or releasing the reservation again is
 	// refused, and the worker's lock is untouched.
 	var not *NotReservedError
-	if _, err := Adopt(p, r.Token, Options{}); !errors.As(err, &not) {
+	if _, err := Adopt(p, r.Token, Options{Kernel: kern}); !errors.As(err, &not) {
 		t.Errorf("a second Adopt: %v, want NotReservedError", err)
 	}
-	if err := ReleaseReservation(p, r.Token); !errors.As(err, &not) {
+	if err := ReleaseReservation(p, r.Token, kern); !errors.As(err, &not) {
 		t.Errorf("ReleaseReservation after adoption: %v, want NotReservedError", err)
 	}
 	killAndReap(t, worker)
@@ -131,7 +131,7 @@ func TestAdoptMakesWorkerHolder(t *testing.T) {
 func TestAdoptAfterGraceRefused(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	r, err := Reserve(context.Background(), p, 300*time.Millisecond, Options{})
+	r, err := Reserve(context.Background(), p, 300*time.Millisecond, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestAdoptAfterGraceRefused(t *testing.T) {
 			testutil.WaitFor(t, 30*time.Second, "the grace to pass", func() bool { v, _ := j.Reservation(h); return v == verdict.Gone })
 		}
 	}
-	_, err = Adopt(p, r.Token, Options{Hook: hook})
+	_, err = Adopt(p, r.Token, Options{Kernel: kern, Hook: hook})
 	var ended *ReservationEndedError
 	if !errors.As(err, &ended) {
 		t.Fatalf("Adopt whose grace passed while it held the claim: %v, want ReservationEndedError", err)
@@ -164,28 +164,28 @@ func TestAdoptAfterGraceRefused(t *testing.T) {
 func TestReleaseReservation(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	r, err := Reserve(context.Background(), p, time.Minute, Options{})
+	r, err := Reserve(context.Background(), p, time.Minute, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var not *NotReservedError
 	other := strings.Replace(r.Token, r.Token[len(r.Token)-5:len(r.Token)-2], "000", 1)
-	if err := ReleaseReservation(p, other); !errors.As(err, &not) {
+	if err := ReleaseReservation(p, other, kern); !errors.As(err, &not) {
 		t.Fatalf("ReleaseReservation with another token: %v, want NotReservedError", err)
 	}
 	if res := judge(t, p); res.Verdict != verdict.Live {
 		t.Fatalf("after a refused release: %s (%s), want live", res.Verdict, res.Reason)
 	}
-	if err := ReleaseReservation(p, r.Token); err != nil {
+	if err := ReleaseReservation(p, r.Token, kern); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WantNames(t, dir)
 	// A held lock is not a reservation, whatever token is given.
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ReleaseReservation(p, l.Holder.Token); !errors.As(err, &not) {
+	if err := ReleaseReservation(p, l.Holder.Token, kern); !errors.As(err, &not) {
 		t.Fatalf("ReleaseReservation of a held lock: %v, want NotReservedError", err)
 	}
 	if err := l.Release(); err != nil {
@@ -206,7 +206,7 @@ func TestReservationEndsWithBoot(t *testing.T) {
 	if res := judge(t, p); res.Verdict != verdict.Gone || !strings.Contains(res.Reason, "boot") {
 		t.Fatalf("a reservation of another boot: %s (%s), want gone", res.Verdict, res.Reason)
 	}
-	l, err := Acquire(context.Background(), p, Options{})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatalf("Acquire over a reservation of another boot: %v", err)
 	}
@@ -219,13 +219,13 @@ func TestReservationEndsWithBoot(t *testing.T) {
 // which changes each time, is not part of the note.
 func TestWaitOnReservationSaidOnce(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.lock")
-	if _, err := Reserve(context.Background(), p, time.Minute, Options{}); err != nil {
+	if _, err := Reserve(context.Background(), p, time.Minute, Options{Kernel: kern}); err != nil {
 		t.Fatal(err)
 	}
 	var notes []string
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	_, err := Acquire(ctx, p, Options{Waiting: func(who string) { notes = append(notes, who) }})
+	_, err := Acquire(ctx, p, Options{Kernel: kern, Waiting: func(who string) { notes = append(notes, who) }})
 	if err == nil {
 		t.Fatal("Acquire took a reserved lock")
 	}
@@ -244,14 +244,14 @@ func TestReserveGraceBounded(t *testing.T) {
 		// A lock of its own for each, and a deadline: a Reserve that took
 		// the first would otherwise wait for ever on the second.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := Reserve(ctx, filepath.Join(dir, fmt.Sprintf("g%d.lock", i)), grace, Options{})
+		_, err := Reserve(ctx, filepath.Join(dir, fmt.Sprintf("g%d.lock", i)), grace, Options{Kernel: kern})
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "at most") {
 			t.Errorf("Reserve(grace %s) = %v, want a refusal", grace, err)
 		}
 	}
 	testutil.WantNames(t, dir)
-	r, err := Reserve(context.Background(), filepath.Join(dir, "g.lock"), MaxGrace, Options{})
+	r, err := Reserve(context.Background(), filepath.Join(dir, "g.lock"), MaxGrace, Options{Kernel: kern})
 	if err != nil {
 		t.Fatalf("Reserve(grace %s): %v", MaxGrace, err)
 	}

@@ -27,7 +27,7 @@ func TestAcquireReleaseLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
 	var seen []Point
-	l, err := Acquire(context.Background(), p, Options{Hook: func(pt Point) { seen = append(seen, pt) }})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern, Hook: func(pt Point) { seen = append(seen, pt) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 			}
 		}
 	}
-	l, err := Acquire(context.Background(), p, Options{Hook: hook})
+	l, err := Acquire(context.Background(), p, Options{Kernel: kern, Hook: hook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 	// The same while waiting for a lock that is held: the built record
 	// waits beside the lock, and the lock it waits for is untouched.
 	s := testutil.Sleeper(t)
-	other, err := Acquire(context.Background(), p, Options{Pid: s.Process.Pid})
+	other, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: s.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 	done := make(chan error, 1)
 	waiting := make(chan struct{})
 	go func() {
-		l, err := Acquire(context.Background(), p, Options{Hook: func(pt Point) {
+		l, err := Acquire(context.Background(), p, Options{Kernel: kern, Hook: func(pt Point) {
 			if pt == Built {
 				close(waiting)
 			}
@@ -198,7 +198,7 @@ func TestAcquireNeverLeavesAnEmptyLockObserved(t *testing.T) {
 		}
 	}()
 	for i := 0; i < rounds; i++ {
-		l, err := Acquire(context.Background(), p, Options{})
+		l, err := Acquire(context.Background(), p, Options{Kernel: kern})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +260,7 @@ func TestAcquireBreaksZombieHolder(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
 	c := testutil.Sleeper(t)
-	if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
+	if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Process.Kill(); err != nil {
@@ -290,7 +290,7 @@ func TestAcquireBreaksGone(t *testing.T) {
 	}{
 		{"holder killed and reaped", func(t *testing.T, p string) {
 			c := testutil.Sleeper(t)
-			if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
+			if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid}); err != nil {
 				t.Fatal(err)
 			}
 			killAndReap(t, c)
@@ -319,7 +319,7 @@ func TestAcquireBreaksGone(t *testing.T) {
 		}},
 		{"holder and the process recorded with it both gone", func(t *testing.T, p string) {
 			a, b := testutil.Sleeper(t), testutil.Sleeper(t)
-			if _, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
+			if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
 				t.Fatal(err)
 			}
 			killAndReap(t, a)
@@ -354,14 +354,14 @@ func TestAcquireAlsoHoldsTheLock(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
 	a, b := testutil.Sleeper(t), testutil.Sleeper(t)
-	if _, err := Acquire(context.Background(), p, Options{Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
+	if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: a.Process.Pid, Also: []int{b.Process.Pid}}); err != nil {
 		t.Fatal(err)
 	}
 	killAndReap(t, a)
 	before := testutil.Snapshot(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	_, err := Acquire(ctx, p, Options{})
+	_, err := Acquire(ctx, p, Options{Kernel: kern})
 	var held *HeldError
 	if !errors.As(err, &held) || held.Holder.Pid != int64(a.Process.Pid) {
 		t.Fatalf("Acquire while the recorded also-holder runs = %v, want *HeldError naming pid %d", err, a.Process.Pid)
@@ -390,7 +390,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			name: "live holder",
 			setup: func(t *testing.T, dir, p string) verdict.Verdict {
 				c := testutil.Sleeper(t)
-				if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid, Command: "the-holder"}); err != nil {
+				if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid, Command: "the-holder"}); err != nil {
 					t.Fatal(err)
 				}
 				return verdict.Live
@@ -544,7 +544,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 			defer cancel()
-			l, err := Acquire(ctx, p, Options{})
+			l, err := Acquire(ctx, p, Options{Kernel: kern})
 			if err == nil {
 				l.Release()
 				t.Fatalf("Acquire took a %s lock", want)
@@ -569,7 +569,7 @@ func TestAcquireNeverBreaks(t *testing.T) {
 			// A cancelled wait says the same, wrapping context.Canceled.
 			ctx, cancel = context.WithCancel(context.Background())
 			time.AfterFunc(20*time.Millisecond, cancel)
-			if _, err := Acquire(ctx, p, Options{}); !errors.Is(err, context.Canceled) {
+			if _, err := Acquire(ctx, p, Options{Kernel: kern}); !errors.Is(err, context.Canceled) {
 				t.Errorf("Acquire with a cancelled context = %v, want an error wrapping context.Canceled", err)
 			}
 			testutil.Untouched(t, dir, before)
@@ -583,23 +583,23 @@ func TestReleaseForRefusesStrangers(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
 	holderProc, stranger := testutil.Sleeper(t), testutil.Sleeper(t)
-	if _, err := Acquire(context.Background(), p, Options{Pid: holderProc.Process.Pid}); err != nil {
+	if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: holderProc.Process.Pid}); err != nil {
 		t.Fatal(err)
 	}
 	before := testutil.Snapshot(t, dir)
 	for _, pid := range []int{stranger.Process.Pid, os.Getpid(), testutil.Gone(t)} {
-		err := ReleaseFor(p, pid)
+		err := ReleaseFor(p, pid, kern)
 		var e *NotHolderError
 		if !errors.As(err, &e) || e.Pid != pid || e.Holder.Pid != int64(holderProc.Process.Pid) {
 			t.Errorf("ReleaseFor(%s, %d) = %v, want *NotHolderError naming the holder %d", p, pid, err, holderProc.Process.Pid)
 		}
 		testutil.Untouched(t, dir, before)
 	}
-	if err := ReleaseFor(p, holderProc.Process.Pid); err != nil {
+	if err := ReleaseFor(p, holderProc.Process.Pid, kern); err != nil {
 		t.Fatalf("ReleaseFor by the holder = %v", err)
 	}
 	testutil.WantNames(t, dir)
-	if err := ReleaseFor(p, holderProc.Process.Pid); err == nil {
+	if err := ReleaseFor(p, holderProc.Process.Pid, kern); err == nil {
 		t.Errorf("ReleaseFor of a lock that is not there succeeded")
 	}
 }
@@ -617,7 +617,7 @@ func TestReleaseForChecksStartTime(t *testing.T) {
 			writeLockDir(t, p, rec)
 			before := testutil.Snapshot(t, dir)
 			var e *NotHolderError
-			if err := ReleaseFor(p, c.Process.Pid); !errors.As(err, &e) {
+			if err := ReleaseFor(p, c.Process.Pid, kern); !errors.As(err, &e) {
 				t.Errorf("ReleaseFor(pid %d) of a record with another start time = %v, want *NotHolderError", c.Process.Pid, err)
 			}
 			testutil.Untouched(t, dir, before)
@@ -636,7 +636,7 @@ func TestReleaseAfterTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := testutil.Sleeper(t)
-	second, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid})
+	second, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +646,7 @@ func TestReleaseAfterTakeover(t *testing.T) {
 		t.Fatalf("Release after a takeover = %v, want *TakenOverError", err)
 	}
 	testutil.Untouched(t, dir, before)
-	if err := ReleaseFor(p, c.Process.Pid); err != nil {
+	if err := ReleaseFor(p, c.Process.Pid, kern); err != nil {
 		t.Fatalf("the new owner cannot release: %v", err)
 	}
 	_ = second
@@ -719,7 +719,7 @@ func TestLongestNameIsBreakable(t *testing.T) {
 	name := strings.Repeat("n", fs.NameMax-scan.SideRoom-len(".lock")) + ".lock"
 	p := filepath.Join(dir, name)
 	c := testutil.Sleeper(t)
-	if _, err := Acquire(context.Background(), p, Options{Pid: c.Process.Pid}); err != nil {
+	if _, err := Acquire(context.Background(), p, Options{Kernel: kern, Pid: c.Process.Pid}); err != nil {
 		t.Fatalf("Acquire with a %d-byte name: %v", len(name), err)
 	}
 	killAndReap(t, c)
@@ -729,7 +729,7 @@ func TestLongestNameIsBreakable(t *testing.T) {
 	}
 	testutil.WantNames(t, dir)
 	var bad *BadPathError
-	if _, err := Acquire(context.Background(), filepath.Join(dir, "x"+name), Options{}); !errors.As(err, &bad) {
+	if _, err := Acquire(context.Background(), filepath.Join(dir, "x"+name), Options{Kernel: kern}); !errors.As(err, &bad) {
 		t.Errorf("Acquire with a %d-byte name: %v, want *BadPathError", len(name)+1, err)
 	}
 	testutil.WantNames(t, dir)
@@ -744,12 +744,12 @@ func TestSideFileNamesRefused(t *testing.T) {
 	tok := "4242.0123456789abcdef0123456789abcdef.1"
 	for _, name := range []string{"x.lock.new." + tok + ".99", "y.lock.rel." + tok + ".99", "z.lock.dead." + tok + ".99", "w.lock.holder"} {
 		var bad *BadPathError
-		if _, err := Acquire(context.Background(), filepath.Join(dir, name), Options{}); !errors.As(err, &bad) {
+		if _, err := Acquire(context.Background(), filepath.Join(dir, name), Options{Kernel: kern}); !errors.As(err, &bad) {
 			t.Errorf("Acquire(%s) = %v, want *BadPathError", name, err)
 		}
 	}
 	testutil.WantNames(t, dir)
-	l, err := Acquire(context.Background(), filepath.Join(dir, "x.new.lock"), Options{})
+	l, err := Acquire(context.Background(), filepath.Join(dir, "x.new.lock"), Options{Kernel: kern})
 	if err != nil {
 		t.Fatalf("Acquire(x.new.lock): %v", err)
 	}

@@ -46,7 +46,7 @@ func TestReleaseWatchFires(t *testing.T) {
 func TestAbandonedWaitsLeaveNothing(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.lock")
-	held, err := Acquire(context.Background(), p, Options{})
+	held, err := Acquire(context.Background(), p, Options{Kernel: kern})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestAbandonedWaitsLeaveNothing(t *testing.T) {
 		defer cancel()
 		// The same process asking again would be refused at once: ask
 		// for another holder, this process's parent.
-		if _, err := Acquire(ctx, p, Options{Pid: os.Getppid()}); err == nil {
+		if _, err := Acquire(ctx, p, Options{Kernel: kern, Pid: os.Getppid()}); err == nil {
 			t.Fatal("Acquire of a held lock succeeded")
 		}
 	}

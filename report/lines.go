@@ -72,8 +72,9 @@ func (lw *LineWriter) write(v any) {
 	lw.err = err
 }
 
-// Summary writes the closing object and returns the first write error.
-func (lw *LineWriter) Summary(host verdict.Host, res Result) error {
+// Summary writes the closing object, with the run's errors and the parts
+// of the trees it did not read, and returns the first write error.
+func (lw *LineWriter) Summary(host verdict.Host, errs []string, unread []Unread) error {
 	lw.write(struct {
 		Type     string                  `json:"type"`
 		Version  int                     `json:"version"`
@@ -86,7 +87,7 @@ func (lw *LineWriter) Summary(host verdict.Host, res Result) error {
 		Complete bool                    `json:"complete"`
 		Unread   []Unread                `json:"unread"`
 	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions,
-		append([]string{}, res.Errors...), len(res.Unread) == 0, append([]Unread{}, res.Unread...)})
+		append([]string{}, errs...), len(unread) == 0, append([]Unread{}, unread...)})
 	if lw.err == nil {
 		lw.err = lw.w.Flush()
 	}

@@ -99,7 +99,7 @@ type Result struct {
 	Kernel  []KernelHolder
 	Waiters []KernelHolder
 	// Detail describes a live holder's process, for the report (filled by
-	// report.Doctor, not by Judge).
+	// doctor.Run, not by Judge).
 	Detail *ProcDetail
 	// ReservedUntil is when a reservation ends (a reservation's Holder),
 	// in wall time as estimated from the monotonic clock; zero otherwise.

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
-	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/internal/doctor"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -143,7 +144,7 @@ func doctorAction(c *cli.Context) error {
 		return err
 	}
 	var tally *report.Tally
-	var res report.Result
+	var res doctor.Result
 	if d.form.format == formatJSONLines {
 		tally, res, err = d.stream(c.App.Writer)
 	} else {
@@ -193,7 +194,7 @@ func doctorAction(c *cli.Context) error {
 
 // doctorRun is one lockctl doctor, its flags read.
 type doctorRun struct {
-	opts  report.Options
+	opts  doctor.Options
 	form  reportForm
 	fail  map[verdict.Verdict]bool
 	only  map[verdict.Verdict]bool // --only: nil writes every lock
@@ -202,7 +203,7 @@ type doctorRun struct {
 	root  string // --root: the root whose keyed lock alone is judged
 }
 
-// newDoctorRun turns doctor's flags into the options of report.Doctor.
+// newDoctorRun turns doctor's flags into the options of doctor.Run.
 func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	d := &doctorRun{now: time.Now(), quiet: c.Bool("quiet")}
 	var err error
@@ -247,7 +248,9 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	if len(d.opts.Paths) == 0 {
 		d.opts.Paths, d.opts.Named = defaultPaths()
 	}
-	d.opts.Host = kernel.LocalHost()
+	d.opts.Host = judges.Host()
+	d.opts.Judge = judges.Doctor(d.opts.Host, c.Bool("fix"))
+	d.opts.Detail = judges.Detail
 	// Reading directories waits on the disk as much as on the CPU: a few
 	// more walkers than cores keep both busy.
 	d.opts.Workers = 2 * runtime.GOMAXPROCS(0)
@@ -260,7 +263,7 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 		fmt.Fprintf(stderr, "lockctl: %s%s\n", report.Clean(err.Error()), suffix)
 	}
 	if c.Bool("fix") {
-		d.opts.Fixer = fix.New(d.opts.Host)
+		d.opts.Fixer = fix.New(judges.Sweep(d.opts.Host))
 		d.opts.Fixer.Hook = fixHook(stderr)
 		d.opts.Fixer.LegacyOlderThan = legacy
 		d.opts.Conflict = func(res verdict.Result, o fix.Outcome) {
@@ -277,12 +280,12 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 
 // stream runs doctor writing each lock as it is judged (--json-lines):
 // nothing is held but counts.
-func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Result, err error) {
+func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res doctor.Result, err error) {
 	write := func(out io.Writer) error {
 		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
 		lw.Only = d.only
-		res, tally = report.Doctor(d.opts, lw), lw.Tally()
-		return lw.Summary(d.opts.Host, res)
+		res, tally = doctor.Run(d.opts, lw), lw.Tally()
+		return lw.Summary(d.opts.Host, res.Errors, res.Unread)
 	}
 	if d.form.output != "" {
 		err = writeFileAtomic(d.form.output, write)
@@ -293,12 +296,12 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res report.Re
 }
 
 // batch runs doctor, then sorts and writes the whole report.
-func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, report.Result, error) {
+func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error) {
 	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail, Only: d.only}
 	if d.opts.Fixer != nil {
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
-	res := report.Doctor(d.opts, rep)
+	res := doctor.Run(d.opts, rep)
 	rep.Errors, rep.Unread = res.Errors, res.Unread
 	rep.Sort()
 	return rep.Tally(), res, d.form.write(stdout, rep)

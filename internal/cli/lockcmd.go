@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/scan"
@@ -110,7 +111,7 @@ func acquireAction(c *cli.Context) error {
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
-	_, err = lock.Acquire(ctx, path, lock.Options{Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	_, err = lock.Acquire(ctx, path, lock.Options{Kernel: judges.Kernel{}, Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		return acquireError(path, err)
 	}
@@ -129,7 +130,7 @@ func releaseAction(c *cli.Context) error {
 		if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Reserved && h.Token == tok }); err != nil {
 			return err
 		}
-		return reservationError(path, lock.ReleaseReservation(path, tok))
+		return reservationError(path, lock.ReleaseReservation(path, tok, judges.Kernel{}))
 	}
 	path, _, pid, err := lockAndHolder(c)
 	if err != nil {
@@ -145,7 +146,7 @@ func releaseAction(c *cli.Context) error {
 	if h := lockHook(c.App.ErrWriter); h != nil {
 		hooks = append(hooks, h)
 	}
-	if err := lock.ReleaseFor(path, pid, hooks...); err != nil {
+	if err := lock.ReleaseFor(path, pid, judges.Kernel{}, hooks...); err != nil {
 		var bad *lock.BadPathError
 		if errors.As(err, &bad) {
 			return &exitCode{code: ExitError, err: err}
@@ -193,7 +194,7 @@ func runAction(c *cli.Context) error {
 	var g gate
 	l, err := lock.Acquire(rs.ctx, path, lock.Options{
 		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]), Root: root, Slots: slots,
-		Hook: lockHook(stderr), Waiting: waitingNote(c, path),
+		Hook: lockHook(stderr), Waiting: waitingNote(c, path), Kernel: judges.Kernel{},
 		Start: func(lockDir *os.File) (int, error) {
 			s, err := rs.start(func() (*os.Process, error) {
 				var err error
@@ -245,7 +246,7 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	stderr := c.App.ErrWriter
 	rs := newRunSignals(c.Duration("timeout"))
 	defer rs.stop()
-	k, err := lock.AcquireKernel(rs.ctx, path, lock.Options{Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	k, err := lock.AcquireKernel(rs.ctx, path, lock.Options{Kernel: judges.Kernel{}, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		if s := rs.got(); s != nil {
 			return &exitCode{code: 128 + signalNumber(s)}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
@@ -99,9 +100,9 @@ func reserveAction(c *cli.Context) error {
 	// The reserver is the caller, named in the record for the operator;
 	// its exit frees nothing. lockctl itself stands in when the caller's
 	// start time cannot be read.
-	opts := lock.Options{Pid: os.Getppid(), Command: processName(os.Getppid()), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
+	opts := lock.Options{Kernel: judges.Kernel{}, Pid: os.Getppid(), Command: processName(os.Getppid()), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter), Waiting: waitingNote(c, path)}
 	if opts.Pid <= 1 {
-		opts = lock.Options{Root: root, Slots: slots, Hook: opts.Hook, Waiting: opts.Waiting}
+		opts = lock.Options{Kernel: judges.Kernel{}, Root: root, Slots: slots, Hook: opts.Hook, Waiting: opts.Waiting}
 	}
 	r, err := lock.Reserve(ctx, path, grace, opts)
 	if err != nil {
@@ -127,7 +128,7 @@ func adoptAction(c *cli.Context) error {
 	if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Reserved && h.Token == token }); err != nil {
 		return err
 	}
-	_, err = lock.Adopt(path, token, lock.Options{Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter)})
+	_, err = lock.Adopt(path, token, lock.Options{Kernel: judges.Kernel{}, Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(c.App.ErrWriter)})
 	return reservationError(path, err)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -281,7 +282,7 @@ func TestFSOfFUSE(t *testing.T) {
 	if e.Verdict != verdict.Ownerless {
 		t.Fatalf("Judge(empty.lock on fuse) = %s (%s), want ownerless", e.Verdict, e.Reason)
 	}
-	fx := fix.New(host)
+	fx := fix.New(judges.Sweep(host))
 	fx.LegacyOlderThan = time.Hour
 	var o fix.Outcome
 	within("fix", func() { o = fx.Fix(e) })

@@ -22,23 +22,10 @@ const (
 	maxFuncLines = 80
 )
 
-// over lists the rooms still over a limit while issue 29's other branches
-// split them: each is "file" or "file: Func" (a method as "Type.Method").
-// Once a branch that brings one under the limit is merged, the test fails
-// until its line is taken off here; the list is meant to end empty.
-var over = map[string]bool{
-	"fix/fix.go":                 true, // fix's split (issue 29)
-	"lock/lock.go":               true, // lock's split (issue 29)
-	"lock/lock.go: acquire":      true,
-	"lock/lock.go: Lock.publish": true,
-	"lock/reserve.go: Adopt":     true,
-}
-
 // TestRoomSizes parses every production Go file of the module (not tests,
 // not testdata, not the tooling under internal/dev) and fails for each
 // file over maxFileLines lines and each function over maxFuncLines, naming
-// them, unless listed in over; and for each entry of over that is no
-// longer over its limit.
+// them.
 func TestRoomSizes(t *testing.T) {
 	root := moduleRoot(t)
 	found, err := oversized(root)
@@ -46,14 +33,7 @@ func TestRoomSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range found {
-		if !over[f.name] {
-			t.Errorf("%s: %d lines, over the limit of %d: split it by topic, or name its steps", f.name, f.lines, f.limit)
-		}
-	}
-	for name := range over {
-		if !containsName(found, name) {
-			t.Errorf("%s is no longer over its limit (or is gone): take it off the list in TestRoomSizes", name)
-		}
+		t.Errorf("%s: %d lines, over the limit of %d: split it by topic, or name its steps", f.name, f.lines, f.limit)
 	}
 }
 
@@ -63,14 +43,6 @@ type room struct {
 	lines, limit int
 }
 
-func containsName(rs []room, name string) bool {
-	for _, r := range rs {
-		if r.name == name {
-			return true
-		}
-	}
-	return false
-}
 
 // oversized walks the module under root and returns every production file
 // and function over its limit, sorted by name.

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/lock"
 )
 
@@ -71,7 +72,7 @@ func run(flags []string, stdout, stderr io.Writer) int {
 	if err := child.Start(); err != nil {
 		return fail(err)
 	}
-	gone, err := lock.Acquire(context.Background(), filepath.Join(locks, "deploy.lock"), lock.Options{Pid: child.Process.Pid, Command: "deploy.sh"})
+	gone, err := lock.Acquire(context.Background(), filepath.Join(locks, "deploy.lock"), lock.Options{Kernel: judges.Kernel{}, Pid: child.Process.Pid, Command: "deploy.sh"})
 	if err != nil {
 		_ = child.Process.Kill()
 		_ = child.Wait()
@@ -83,7 +84,7 @@ func run(flags []string, stdout, stderr io.Writer) int {
 	_ = child.Process.Kill()
 	_ = child.Wait()
 	// Live: this process holds it while doctor runs.
-	live, err := lock.Acquire(context.Background(), filepath.Join(locks, "backup.lock"), lock.Options{Command: "backup.sh"})
+	live, err := lock.Acquire(context.Background(), filepath.Join(locks, "backup.lock"), lock.Options{Kernel: judges.Kernel{}, Command: "backup.sh"})
 	if err != nil {
 		return fail(err)
 	}
