@@ -43,7 +43,6 @@ type room struct {
 	lines, limit int
 }
 
-
 // oversized walks the module under root and returns every production file
 // and function over its limit, sorted by name.
 func oversized(root string) ([]room, error) {
