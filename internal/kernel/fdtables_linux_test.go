@@ -146,6 +146,31 @@ func TestEvidencePrivateTableChurn(t *testing.T) {
 	t.Logf("found %d times, incomplete %d times", found, unsure)
 }
 
+// TestListedAll: a listing of a process's threads shorter than the count
+// its stat gives after it (TestEvidencePrivateTableChurn makes one only
+// when the race goes that way) is not the whole process, nor is any
+// listing beside a stat line whose count cannot be read.
+func TestListedAll(t *testing.T) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := statField(stat, 20)
+	if !ok || n == "1" {
+		t.Fatalf("this Go test runs %q threads, want several", n)
+	}
+	if listedAll([]string{fmt.Sprint(os.Getpid())}, stat) {
+		t.Errorf("one thread listed of %s counted was called the whole process", n)
+	}
+	many := make([]string, 1<<16)
+	if !listedAll(many, stat) {
+		t.Errorf("%d threads listed of %s counted was not called the whole process", len(many), n)
+	}
+	if listedAll(many, []byte("1 (x) S")) {
+		t.Errorf("a stat line with no thread count was trusted")
+	}
+}
+
 // exitingThread is a C program whose second thread says "ready <tid>",
 // then exits once a line comes on stdin; the leader waits for ever.
 const exitingThread = `#define _GNU_SOURCE

@@ -240,7 +240,7 @@ func (k *fdScan) scanOthers(pid int, p string, read []int) (seen, again bool) {
 	// counted. (A thread listed that has gone since is found gone below.)
 	if b, err := readFile("/proc/" + p + "/stat"); err != nil {
 		return os.IsNotExist(err) || errors.Is(err, unix.ESRCH), false
-	} else if n, ok := statField(b, 20); !ok || !listedAll(tids, n) {
+	} else if !listedAll(tids, b) {
 		return false, true
 	}
 	lost := false
@@ -282,8 +282,14 @@ func sharesTable(tid int, read []int) bool {
 }
 
 // listedAll reports whether tids, a listing of /proc/<pid>/task, has at
-// least n (field 20 of /proc/<pid>/stat, num_threads) threads.
-func listedAll(tids []string, n string) bool {
+// least as many threads as stat, the process's /proc/<pid>/stat read
+// after it, counts (field 20, num_threads). A count that cannot be read
+// is not met.
+func listedAll(tids []string, stat []byte) bool {
+	n, ok := statField(stat, 20)
+	if !ok {
+		return false
+	}
 	want, err := strconv.Atoi(n)
 	return err == nil && len(tids) >= want
 }
