@@ -176,7 +176,7 @@ func ParseLinkLock(producer, target string) (*Holder, error) {
 // place and name, or "" when it is none known; d is the directory it is
 // in, open, where its neighbours are looked at (each format's kernelFile:
 // dpkg's, apt's, Firefox's .parentlock).
-func KnownKernelLock(d fsx.Dir, path string) string {
+func KnownKernelLock(d Dir, path string) string {
 	path = filepath.Clean(path)
 	for _, f := range formats {
 		if f.kernelFile != nil && f.kernelFile(d, path) {

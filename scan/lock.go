@@ -15,6 +15,20 @@ import (
 	"github.com/lockctl/lockctl/internal/fsx"
 )
 
+// The file-system types of scan's API, named here so that a program
+// outside this module can use them (their package is internal).
+type (
+	// Dir is an open directory: every operation lockctl makes is
+	// relative to its descriptor and never follows a link.
+	Dir = fsx.Dir
+	// Stat is what lstat says of a file: its kind, device, inode, size
+	// and times.
+	Stat = fsx.Stat
+	// FS is the file system a lock lives on, as far as its verdict
+	// needs: its type and whether it is shared between hosts.
+	FS = fsx.FS
+)
+
 // Kind is what sort of file system entry a lock is.
 type Kind string
 
@@ -57,12 +71,12 @@ type Lock struct {
 	Name string
 	Kind Kind
 	// Info describes the lock entry itself (zero when Kind is KindMissing).
-	Info fsx.Stat
+	Info Stat
 	// FS is the file system the lock is judged by: the directory's, and
 	// where the lock itself or a record of it is on a mount of its own (a
 	// bind mount over its name), that one's when it is remote or cannot
 	// be told. Remote is then true when any of them is.
-	FS     fsx.FS
+	FS     FS
 	Format Format
 	// Holders are the holder records: the sibling <lock>.holder of
 	// generation A, every holder.<token> inside a generation B directory, or
@@ -106,7 +120,7 @@ type Record struct {
 	// File is the record's path relative to Lock.Dir, e.g. "x.lock.holder"
 	// or "x.lock/holder.<token>".
 	File   string
-	Info   fsx.Stat
+	Info   Stat
 	Raw    []byte
 	Holder *Holder
 	Err    error

@@ -300,7 +300,7 @@ var ErrNotRead = errors.New("not read")
 // lockctl build, <lock>.new.<token>.<maker>/holder), without following a
 // link, and names the other entries there (at most a few dozen). The
 // record's File is name + "/holder"; Holder is left for the caller to parse.
-func ReadSideDir(d fsx.Dir, name string) (Record, []string) {
+func ReadSideDir(d Dir, name string) (Record, []string) {
 	sd, err := d.OpenDir(name)
 	if err != nil {
 		return Record{File: name, Err: err}, nil

@@ -1,6 +1,6 @@
 package verdict
 
-import "github.com/lockctl/lockctl/internal/fsx"
+import "github.com/lockctl/lockctl/scan"
 
 // KernelHolder is a process that, by the kernel's own tables, holds a file:
 // by an advisory lock on it, or by having it open.
@@ -50,7 +50,7 @@ type LockDetail interface {
 	Waiters(dev, ino uint64) []KernelHolder
 	// Cover says how the table lists the locks on the file name in dir,
 	// which was info when judged (dir may be "" where only info is known).
-	Cover(dir, name string, info fsx.Stat) TableCover
+	Cover(dir, name string, info scan.Stat) TableCover
 }
 
 // TableCover is what the kernel's lock table can say of one file.
@@ -150,7 +150,7 @@ func (l LocksOnly) Waiters(dev, ino uint64) []KernelHolder {
 
 // Cover implements LockDetail: not whole where the evidence underneath
 // cannot say.
-func (l LocksOnly) Cover(dir, name string, info fsx.Stat) TableCover {
+func (l LocksOnly) Cover(dir, name string, info scan.Stat) TableCover {
 	if t, ok := l.Evidence.(LockDetail); ok {
 		return t.Cover(dir, name, info)
 	}
