@@ -386,22 +386,31 @@ func TestKernelEvidenceNobody(t *testing.T) {
 	}
 }
 
-// TestKernelEvidenceFresh: with Fresh, /proc/locks is read again for every
-// question, so a lock taken since the first question is seen; without it,
-// the first reading stands for the run.
-func TestKernelEvidenceFresh(t *testing.T) {
+// afterAFirstQuestion asks each of ks about a file no process holds, so
+// that each has answered once, and returns another empty file, x.lock,
+// beside it: what a later question asks about.
+func afterAFirstQuestion(t *testing.T, ks ...*KernelEvidence) string {
+	t.Helper()
 	dir := t.TempDir()
 	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
 	mkEmpty(t, first, "")
 	mkEmpty(t, p, "")
 	fd, fi := statDevIno(t, first)
-	dev, ino := statDevIno(t, p)
-	fresh, once := &KernelEvidence{Fresh: true}, &KernelEvidence{}
-	for _, k := range []*KernelEvidence{fresh, once} {
+	for _, k := range ks {
 		if hs, _ := k.Holders(fd, fi); len(hs) != 0 {
 			t.Fatalf("Holders(first) = %+v, want none", hs)
 		}
 	}
+	return p
+}
+
+// TestKernelEvidenceFresh: with Fresh, /proc/locks is read again for every
+// question, so a lock taken since the first question is seen; without it,
+// the first reading stands for the run.
+func TestKernelEvidenceFresh(t *testing.T) {
+	fresh, once := &KernelEvidence{Fresh: true}, &KernelEvidence{}
+	p := afterAFirstQuestion(t, fresh, once)
+	dev, ino := statDevIno(t, p)
 	h := testutil.StartHolder(t, "flock", p)
 	procLocksFor(t, dev, ino)
 	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []verdict.KernelHolder{{Pid: h.Pid, Comm: evComm, How: "flock"}}) {
@@ -418,12 +427,8 @@ func TestKernelEvidenceFresh(t *testing.T) {
 // lock; its pid is dead; the holder is not in the stale index. A lock the
 // kernel shows on the file is evidence of a holder all the same.
 func TestKernelEvidenceFreshInheritedLock(t *testing.T) {
-	dir := t.TempDir()
-	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
-	mkEmpty(t, first, "")
-	mkEmpty(t, p, "")
 	k := &KernelEvidence{Fresh: true}
-	k.Holders(statDevIno(t, first))
+	p := afterAFirstQuestion(t, k)
 	inheritFlock(t, p)
 	dev, ino := statDevIno(t, p)
 	procLocksFor(t, dev, ino)

@@ -54,18 +54,9 @@ func TestKernelEvidenceThreadOwnFdTable(t *testing.T) {
 // at again for every question, so a process that opened the file since the
 // first question is seen; without it, the first look stands for the run.
 func TestKernelEvidenceFreshOpenedSince(t *testing.T) {
-	dir := t.TempDir()
-	first, p := filepath.Join(dir, "first.lock"), filepath.Join(dir, "x.lock")
-	mkEmpty(t, first, "")
-	mkEmpty(t, p, "")
-	fd, fi := statDevIno(t, first)
-	dev, ino := statDevIno(t, p)
 	fresh, once := &KernelEvidence{Fresh: true}, &KernelEvidence{}
-	for _, k := range []*KernelEvidence{fresh, once} {
-		if hs, _ := k.Holders(fd, fi); len(hs) != 0 {
-			t.Fatalf("Holders(first) = %+v, want none", hs)
-		}
-	}
+	p := afterAFirstQuestion(t, fresh, once)
+	dev, ino := statDevIno(t, p)
 	h := testutil.StartHolder(t, "open", p)
 	if hs, _ := fresh.Holders(dev, ino); !sameHolders(hs, []verdict.KernelHolder{{Pid: h.Pid, Comm: evComm, How: "open"}}) {
 		t.Errorf("Fresh: Holders = %+v, want pid %d, open", hs, h.Pid)
