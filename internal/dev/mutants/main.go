@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command mutants checks that every safety mechanism of lockctl has a test
 // that notices when the mechanism is gone.
 //
@@ -27,6 +29,13 @@
 // the mutant, and the rest would only wait out timeouts the mutant causes.
 // -j N tries N mutants at once, each in a go test of its own.
 //
+// Each mutant's go test runs in a process group of its own, marked with
+// an id of its own (internal/dev/leak): at its time limit (-timeout) the
+// whole group is killed, and every process still carrying its mark, so a
+// test binary that a mutant made hang, and what it forked, are stopped
+// too. A mutant that ran out of time is reported as TIMEOUT, a failure:
+// a mutant must be killed by a test that says what broke, not by a hang.
+//
 // Run it from the module root: go run ./internal/dev/mutants [-run REGEXP] [-j N].
 //
 // To make a patch, break the mechanism in place, in files with no other
@@ -52,7 +61,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/dev/leak"
 )
 
 type mutant struct {
@@ -152,10 +164,13 @@ func mainErr(run string, list bool, jobs int, timeout time.Duration, stdout, std
 		}
 		todo = append(todo, m)
 	}
-	killed, survived, broken := 0, 0, 0
+	killed, survived, broken, timedOut := 0, 0, 0, 0
 	for r := range tryAll(root, todo, jobs, timeout) {
 		m := r.m
 		switch {
+		case errors.Is(r.err, errTimeout):
+			timedOut++
+			fmt.Fprintf(stdout, "TIMEOUT %s (%s): %v (%.1fs)\n", m.name, m.what, r.err, r.took.Seconds())
 		case r.err != nil:
 			broken++
 			fmt.Fprintf(stdout, "BROKEN %s: %v\n", m.name, r.err)
@@ -173,8 +188,11 @@ func mainErr(run string, list bool, jobs int, timeout time.Duration, stdout, std
 	if broken > 0 {
 		fmt.Fprintf(stdout, "mutants: %d patches do not apply or could not be tested\n", broken)
 	}
+	if timedOut > 0 {
+		fmt.Fprintf(stdout, "mutants: %d ran out of time (a hang is not a kill: make a test notice it sooner)\n", timedOut)
+	}
 	fmt.Fprintf(stdout, "mutants: %d killed, %d survived\n", killed, survived)
-	if survived > 0 || broken > 0 {
+	if survived > 0 || broken > 0 || timedOut > 0 {
 		return 1
 	}
 	return 0
@@ -316,6 +334,8 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	mark := fmt.Sprintf("mutant-%d-%s", os.Getpid(), m.name)
+	defer leak.Kill(mark)
 	// One package at a time, in the header's order, each stopping at its
 	// first failing test (-failfast): a mutant is killed by the first
 	// failure, and the tests after it, which a mutant often makes wait
@@ -323,10 +343,21 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	for _, pkg := range m.packages {
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-failfast", "-run", m.tests, pkg)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov))
+		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ov), leak.Var+"="+mark)
+		// At the limit, go and the test binary it runs (one process
+		// group), and whatever the tests started in groups of their own
+		// (the mark), are killed; WaitDelay stops the wait for a pipe
+		// that a survivor still holds.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error {
+			err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			leak.Kill(mark)
+			return err
+		}
+		cmd.WaitDelay = 10 * time.Second
 		out, err := cmd.CombinedOutput()
 		if ctx.Err() != nil {
-			return "timeout after " + timeout.String(), nil // a hang is noticed too
+			return "", fmt.Errorf("%w: its tests in %s did not finish within %s", errTimeout, pkg, timeout)
 		}
 		if err == nil {
 			continue
@@ -343,6 +374,9 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	}
 	return "", nil
 }
+
+// errTimeout is a mutant whose tests ran out of time.
+var errTimeout = errors.New("timed out")
 
 // patchedFiles lists the files a patch changes, makes or deletes, relative
 // to the module root.
