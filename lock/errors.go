@@ -135,6 +135,38 @@ func (e *TakenOverError) Error() string {
 	return fmt.Sprintf("cannot release %s: %s; nothing was removed", e.Path, e.Reason)
 }
 
+// StillHeldError is a release that left the lock in place because another
+// process still holds its kernel lock (a child of CMD that kept fd 3, or a
+// flock(1) granted the lock as this holder let go) or waits for it, or has
+// it open (Waiting). Nothing was removed: the lock lives on in that
+// process, doctor and acquire judge it by that kernel lock until the
+// process closes it, and then it reads gone and the next acquire breaks
+// it. By names who holds or waits, where the kernel says.
+type StillHeldError struct {
+	Path    string
+	By      []verdict.KernelHolder
+	Waiting bool
+}
+
+func (e *StillHeldError) Error() string {
+	how := "still holds its kernel lock"
+	if e.Waiting {
+		how = "waits for it or has it open"
+	}
+	who := "another process"
+	if len(e.By) > 0 {
+		h := e.By[0]
+		who = fmt.Sprintf("pid %d", h.Pid)
+		if h.Comm != "" {
+			who += " (" + h.Comm + ")"
+		}
+		if len(e.By) > 1 {
+			who += fmt.Sprintf(" and %d more", len(e.By)-1)
+		}
+	}
+	return fmt.Sprintf("left %s in place: %s %s (a child that kept fd 3, or flock(1) on the path); it stays held until that process closes it, and then the next acquire takes it", e.Path, who, how)
+}
+
 // NotHolderError is returned when a process that is not the recorded
 // holder asks to release a lock. Nothing was touched.
 type NotHolderError struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/lockctl/lockctl/fix"
@@ -18,8 +19,6 @@ import (
 // record was replaced (the lock was broken and taken over), everything is
 // left in place and *TakenOverError is returned.
 func (l *Lock) Release() error {
-	// The kernel lock goes last, once the directory is removed (or left to
-	// its new owner): a flock(1) waiter proceeds only then.
 	defer l.dropKernel()
 	d, err := fsx.OpenDir(l.dir)
 	if err != nil {
@@ -40,6 +39,17 @@ func (l *Lock) Release() error {
 	// Look before touching: a record that is not ours is left untouched.
 	if data, st, _, err := in.ReadFile("holder", scan.MaxRecord); err != nil || !st.SameFile(l.recInfo) || string(data) != string(l.record) {
 		return &TakenOverError{Path: l.Path, Reason: "the record in it is not the one this holder wrote"}
+	}
+	// A lock lives while any process holds its kernel lock: CMD's child
+	// that kept fd 3, or a flock(1) on the path. The release removes the
+	// record only under a kernel lock of its own, taken afresh, with
+	// nobody else waiting for the lock or having it open.
+	last, err := l.lastOn(in)
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		defer last.Close() // only once the lock is removed
 	}
 	// The claim names this releaser apart from the holder, so that a
 	// release abandoned by a releaser that is gone can be finished.
@@ -132,7 +142,7 @@ func ReleaseFor(path string, pid int, k Kernel, hook ...func(Point)) error {
 	if err != nil || h.Pid != int64(pid) || h.Start != start || h.BootID != host.BootID || h.PidNS != host.PidNS {
 		return &NotHolderError{Path: abs, Pid: pid, Holder: h}
 	}
-	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: rec.Raw, recInfo: rec.Info, dirInfo: cur.Info}
+	l := &Lock{Path: abs, Holder: h, dir: dir, name: name, record: rec.Raw, recInfo: rec.Info, dirInfo: cur.Info, kern: k}
 	if len(hook) > 0 {
 		l.hook = hook[0]
 	}
@@ -176,4 +186,57 @@ func finishOwnRelease(k Kernel, cur *scan.Lock, pid int) (bool, error) {
 		return false, fmt.Errorf("cannot finish the interrupted release of %s: %s", cur.Path, o.Reason)
 	}
 	return true, nil
+}
+
+// lastOn makes sure this release is the lock's last holder before anything
+// is removed. While this process still holds the lock's kernel lock, every
+// flock(1) waiting for it is listed in the kernel's lock table as blocked
+// (one woken by the unlock below is, for a moment, in no list), so it asks
+// first. Then it drops its own kernel lock and takes one afresh on a new
+// open of the lock directory in: an open file description of its own, so
+// that the one a child of CMD inherited, still holding the lock, makes it
+// fail. Then it asks again who else waits for the lock or has it open. If
+// anyone does, it leaves the lock as it is and returns *StillHeldError:
+// the lock lives on in that process, and doctor and acquire judge it by
+// that kernel lock until it is closed (then gone). Otherwise it returns
+// the file carrying the fresh kernel lock, which the caller closes only
+// once the lock is removed, so that a flock(1) that opened the path
+// meanwhile waits on it. Where the platform has no flock, it returns nil,
+// nil.
+func (l *Lock) lastOn(in fsx.Dir) (*os.File, error) {
+	k := kernelOr(l.kern)
+	others := func() error {
+		if o, _ := k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino); len(o) > 0 {
+			return &StillHeldError{Path: l.Path, By: o, Waiting: true}
+		}
+		return nil
+	}
+	if l.kernel != nil {
+		if err := others(); err != nil {
+			return nil, err // the waiter is granted the lock as it stands
+		}
+	}
+	l.dropKernel()
+	// "." of in: the very directory checked above, whatever its name
+	// holds now.
+	f, err := in.OpenDirFile(".")
+	if err != nil {
+		return nil, fmt.Errorf("cannot release %s: %w", l.Path, err)
+	}
+	switch err := tryFlock(f); {
+	case errors.Is(err, errNoKernelLocks):
+		f.Close()
+		return nil, nil
+	case errors.Is(err, errBusy):
+		f.Close()
+		return nil, &StillHeldError{Path: l.Path, By: k.LockHolders(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)}
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("cannot release %s: cannot flock it: %w", l.Path, err)
+	}
+	if err := others(); err != nil {
+		f.Close() // a waiter is granted the lock as it stands
+		return nil, err
+	}
+	return f, nil
 }

@@ -33,6 +33,10 @@ type Kernel interface {
 	// (dev, ino) at dir/name, in the kernel's order, leaving out those
 	// that only have it open and locks whose taker has exited.
 	LockHolders(dir, name string, dev, ino uint64) []verdict.KernelHolder
+	// OthersOn are the processes other than this one waiting for a kernel
+	// lock on the file (dev, ino) at dir/name, or having it open; complete
+	// is false when not all of them could be seen.
+	OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool)
 }
 
 // errNoKernel is what a lock given no Kernel says of every start time.
@@ -51,6 +55,10 @@ func (k noKernel) ReleaseJudge(h verdict.Host) *verdict.Judge { return k.judge(h
 func (k noKernel) ReserveJudge(h verdict.Host) *verdict.Judge { return k.judge(h) }
 func (noKernel) LockHolders(dir, name string, dev, ino uint64) []verdict.KernelHolder {
 	return nil
+}
+
+func (noKernel) OthersOn(dir, name string, dev, ino uint64) ([]verdict.KernelHolder, bool) {
+	return nil, false
 }
 
 // kernelOr returns k, or where it is nil the Kernel that fails closed.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockctl/lockctl/lock"
 	"github.com/urfave/cli/v2"
 )
 
@@ -88,7 +89,14 @@ func (rs *runSignals) stop() {
 // broken while CMD ran: the critical section was not exclusive, so it is
 // said, and success is not reported.
 func ranWith(stderr io.Writer, code int, release func() error) error {
-	if err := release(); err != nil {
+	err := release()
+	if held := new(*lock.StillHeldError); errors.As(err, held) {
+		// Not a failure: the lock lives on in the process holding it,
+		// as flock(1)'s does, and CMD's status stands.
+		fmt.Fprintf(stderr, "lockctl: note: %s\n", err)
+		err = nil
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "lockctl: %s\n", err)
 		if code == ExitOK {
 			code = ExitAttention
