@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/fsx"
@@ -189,33 +191,21 @@ func finishOwnRelease(k Kernel, cur *scan.Lock, pid int) (bool, error) {
 }
 
 // lastOn makes sure this release is the lock's last holder before anything
-// is removed. While this process still holds the lock's kernel lock, every
-// flock(1) waiting for it is listed in the kernel's lock table as blocked
-// (one woken by the unlock below is, for a moment, in no list), so it asks
-// first. Then it drops its own kernel lock and takes one afresh on a new
-// open of the lock directory in: an open file description of its own, so
-// that the one a child of CMD inherited, still holding the lock, makes it
-// fail. Then it asks again who else waits for the lock or has it open. If
-// anyone does, it leaves the lock as it is and returns *StillHeldError:
+// is removed. It drops this process's own kernel lock and takes one afresh
+// on a new open of the lock directory in: an open file description of its
+// own, so that the one a child of CMD inherited, still holding the lock,
+// makes it fail. Then it asks who else waits for the lock or has it open:
+// a flock(1) blocked on it, one woken by the unlock and not yet listed
+// again, or one stopped or about to call flock. If anyone holds, waits or
+// has it open, it leaves the lock as it is and returns *StillHeldError:
 // the lock lives on in that process, and doctor and acquire judge it by
 // that kernel lock until it is closed (then gone). Otherwise it returns
 // the file carrying the fresh kernel lock, which the caller closes only
-// once the lock is removed, so that a flock(1) that opened the path
+// once the lock is removed, so that a flock(1) that opens the path
 // meanwhile waits on it. Where the platform has no flock, it returns nil,
 // nil.
 func (l *Lock) lastOn(in fsx.Dir) (*os.File, error) {
 	k := kernelOr(l.kern)
-	others := func() error {
-		if o, _ := k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino); len(o) > 0 {
-			return &StillHeldError{Path: l.Path, By: o, Waiting: true}
-		}
-		return nil
-	}
-	if l.kernel != nil {
-		if err := others(); err != nil {
-			return nil, err // the waiter is granted the lock as it stands
-		}
-	}
 	l.dropKernel()
 	// "." of in: the very directory checked above, whatever its name
 	// holds now.
@@ -234,9 +224,18 @@ func (l *Lock) lastOn(in fsx.Dir) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("cannot release %s: cannot flock it: %w", l.Path, err)
 	}
-	if err := others(); err != nil {
-		f.Close() // a waiter is granted the lock as it stands
-		return nil, err
+	// A reader (doctor, an acquirer looking) has the lock open only for
+	// a moment, so one found only open is asked after again, a few
+	// times; a waiter the lock table lists is not.
+	for try := 1; ; try++ {
+		o, _ := k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)
+		if len(o) == 0 {
+			return f, nil
+		}
+		if try == 5 || slices.ContainsFunc(o, func(h verdict.KernelHolder) bool { return h.How != "open" }) {
+			f.Close() // a waiter is granted the lock as it stands
+			return nil, &StillHeldError{Path: l.Path, By: o, Waiting: true}
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return f, nil
 }

@@ -147,10 +147,6 @@ func releaseAction(c *cli.Context) error {
 		hooks = append(hooks, h)
 	}
 	if err := lock.ReleaseFor(path, pid, judges.Kernel{}, hooks...); err != nil {
-		if held := new(*lock.StillHeldError); errors.As(err, held) {
-			fmt.Fprintf(c.App.ErrWriter, "lockctl: note: %s\n", err)
-			return nil
-		}
 		var bad *lock.BadPathError
 		if errors.As(err, &bad) {
 			return &exitCode{code: ExitError, err: err}

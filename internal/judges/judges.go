@@ -155,20 +155,15 @@ func (Kernel) ReserveJudge(host verdict.Host) *verdict.Judge { return Reserve(ho
 // OthersOn implements lock.Kernel: the processes other than this one that
 // are on the file (dev, ino) at dir/name, for a release deciding whether
 // it may remove the lock it holds: the requests blocked behind a kernel
-// lock on it in the kernel's lock table, read afresh (a flock(1) waiting
-// on the lock), and, where that table does not cover the file or lists
-// anyone on it, every process that has it open (one that opened it and
-// has not yet asked for the lock is in no table). complete is false when
-// not every process's open files could be seen.
+// lock on it in the kernel's lock table, and every process that has it
+// open. Both are asked: a flock(1) woken by an unlock, or stopped while it
+// waited, or between its open and its flock, is in no table, but it has
+// the file open. complete is false when not every process's open files
+// could be seen.
 func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
-	ev := &kernel.KernelEvidence{Fresh: true}
+	ev := &kernel.KernelEvidence{}
 	cover := ev.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino})
 	waiting := ev.Waiters(cover.Dev, ino)
-	held := ev.Locks(cover.Dev, ino)
-	if cover.Whole && len(waiting) == 0 && len(held) <= 1 {
-		// Only this release's own flock is on it, and nobody waits.
-		return nil, true
-	}
 	open, complete := ev.Holders(dev, ino)
 	self := os.Getpid()
 	for _, h := range append(waiting, open...) {

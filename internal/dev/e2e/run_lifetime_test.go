@@ -71,6 +71,19 @@ func TestRunLeavesLockToChildHoldingFd3(t *testing.T) {
 // lock is left in place for it: acquire cannot get in beside it, and gets
 // in once it ends.
 func TestFlockWaiterOnRunLockIsNeverGrantedARemovedLock(t *testing.T) {
+	flockWaiterOnRunLock(t, false)
+}
+
+// TestStoppedFlockWaiterOnRunLock: the same with the waiter stopped
+// (SIGSTOP) while run releases: it is then in no list of the kernel's lock
+// table (its flock call is restarted on SIGCONT), as one is between its
+// open and its flock, but it has the lock directory open, and that keeps
+// the lock in place for it.
+func TestStoppedFlockWaiterOnRunLock(t *testing.T) {
+	flockWaiterOnRunLock(t, true)
+}
+
+func flockWaiterOnRunLock(t *testing.T, stop bool) {
 	flock, err := exec.LookPath("flock")
 	if err != nil {
 		t.Skip("flock (util-linux) is not installed")
@@ -91,11 +104,18 @@ func TestFlockWaiterOnRunLockIsNeverGrantedARemovedLock(t *testing.T) {
 	fl := r.start(nil, flock, l, "/bin/sh", "-c", "touch "+in+"; "+wait(gate2))
 	t.Cleanup(fl.kill)
 	testutil.WaitFor(t, 30*time.Second, "flock(1) to wait on "+l+" in /proc/locks", func() bool { return waitingOn(ino) })
+	if stop {
+		syscall.Kill(fl.pid, syscall.SIGSTOP)
+		testutil.WaitFor(t, 30*time.Second, "the stopped flock(1) to leave /proc/locks", func() bool { return !waitingOn(ino) })
+	}
 	if err := os.WriteFile(gate1, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code := run.wait(30 * time.Second); code != cli.ExitOK {
 		t.Fatalf("run: exit %d\n%s", code, run.errText())
+	}
+	if stop {
+		syscall.Kill(fl.pid, syscall.SIGCONT)
 	}
 	testutil.WaitFor(t, 30*time.Second, "flock(1) to be granted the lock", func() bool { return lcExists(in) || fl.done() })
 	if fl.done() {
