@@ -70,7 +70,11 @@ does.
 
 CMD inherits the lock as file descriptor 3, with a kernel lock (flock) on
 it, as flock(1) passes its lock: flock(1) on the same path waits while CMD,
-or anything it forked that keeps fd 3, runs. With --kind flock (or a file
+or anything it forked that keeps fd 3, runs. When CMD exits, the lock is
+removed only if nothing else holds it, waits for it or has it open: a child
+that kept fd 3, or a flock(1) waiting on the path, keeps it in place (run
+says so), held by that process until it closes it, as flock(1) would; then
+the next acquire takes it. With --kind flock (or a file
 known to be a kernel lock) the lock is that kernel lock alone, on a file
 that is never removed, and it excludes flock(1) and the fcntl locks of
 dpkg, apt and Python's lockf on the same path.
