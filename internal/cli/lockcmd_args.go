@@ -106,6 +106,11 @@ func holderPid(c *cli.Context) (int, error) {
 		if p == 1 {
 			return 0, usageErr("--holder-pid 1: pid 1 never exits, so the lock would be held for ever")
 		}
+		if l := kernel.Leader(p); l != 0 && l != p {
+			// A thread's id names no process: the lock would read gone
+			// when that thread exits, while its process goes on.
+			return 0, usageErr("--holder-pid %d is a thread of process %d (%s), not a process: pass the process, --holder-pid %d", p, l, kernel.Command(l), l)
+		}
 		if p == os.Getpid() {
 			return 0, usageErr("--holder-pid %d is this lockctl, which exits as soon as it is done: the lock would read gone at once; pass the process that runs the critical section (--holder-pid $$ from a shell)", p)
 		}

@@ -45,3 +45,21 @@ func Parent(pid int) int {
 	}
 	return statParent(b)
 }
+
+// Leader is the process (thread-group leader) that the task id tid belongs
+// to, from the Tgid line of /proc/<tid>/status (a thread's id is found
+// there too, though /proc does not list it), or 0 when it cannot be read.
+// It is tid itself for a process.
+func Leader(tid int) int {
+	b, err := readFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}

@@ -13,3 +13,6 @@ func Program(pid int) string { return "" }
 
 // Parent cannot read a process's parent here: 0.
 func Parent(pid int) int { return 0 }
+
+// Leader cannot read a task's process here: 0.
+func Leader(tid int) int { return 0 }
