@@ -36,7 +36,7 @@ func TestHolderPidRefusesAThread(t *testing.T) {
 	l := filepath.Join(t.TempDir(), "x.lock")
 	res := r.lockctl(nil, "acquire", "--holder-pid", strconv.Itoa(tid), l)
 	if res.code != cli.ExitError || !strings.Contains(res.stderr, "thread of process "+strconv.Itoa(self)) {
-		t.Errorf("acquire --holder-pid %d (a thread of %d): exit %d, want %d naming the process\n%s", tid, self, res.code, cli.ExitError, res.stderr)
+		t.Fatalf("acquire --holder-pid %d (a thread of %d): exit %d, want %d naming the process\n%s", tid, self, res.code, cli.ExitError, res.stderr)
 	}
 	if lcExists(l) {
 		t.Errorf("acquire --holder-pid of a thread made %s", l)
