@@ -15,6 +15,9 @@ type HeldError struct {
 	Holder scan.Holder
 	Reason string
 	Err    error // why the wait ended: the context's error
+	// ByKernel says Holder is the process holding the lock's kernel lock
+	// (the recorded holder being gone), not the record's.
+	ByKernel bool
 }
 
 func (e *HeldError) Error() string {
@@ -28,6 +31,9 @@ func (e *HeldError) Error() string {
 	}
 	if h.Host != "" {
 		s += " on " + h.Host
+	}
+	if e.ByKernel {
+		return s + ", which holds its kernel lock: " + e.Reason
 	}
 	if !h.Since.IsZero() {
 		s += " since " + h.Since.UTC().Format(time.RFC3339)

@@ -305,10 +305,18 @@ func waitError(path string, res verdict.Result, err error) error {
 	switch res.Verdict {
 	case verdict.Live:
 		e := &HeldError{Path: path, Reason: res.Reason, Err: err}
-		if res.Holder != nil {
+		// Where the kernel's evidence made it live (the recorded holder is
+		// gone or a zombie, and a process holds its kernel lock), that
+		// process is the holder to name, not the recorded one.
+		// (A kernel lock whose taker has exited names no process: then
+		// the reason says what is known.)
+		if k := res.Kernel; len(k) > 0 {
+			if k[0].Pid > 0 {
+				e.Holder = scan.Holder{Pid: int64(k[0].Pid), PidText: strconv.Itoa(k[0].Pid), Command: k[0].Comm}
+				e.ByKernel = true
+			}
+		} else if res.Holder != nil {
 			e.Holder = *res.Holder
-		} else if k := res.Kernel; len(k) > 0 && k[0].Pid > 0 {
-			e.Holder = scan.Holder{Pid: int64(k[0].Pid), PidText: strconv.Itoa(k[0].Pid), Command: k[0].Comm}
 		}
 		return e
 	case verdict.Ownerless:

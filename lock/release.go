@@ -219,7 +219,10 @@ func (l *Lock) lastOn(in fsx.Dir) (*os.File, error) {
 		return nil, nil
 	case errors.Is(err, errBusy):
 		f.Close()
-		return nil, &StillHeldError{Path: l.Path, By: k.LockHolders(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)}
+		// The lock table names the kernel lock's taker (this process, or
+		// one gone); who holds it now is who has it open.
+		o, _ := k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)
+		return nil, &StillHeldError{Path: l.Path, By: o}
 	case err != nil:
 		f.Close()
 		return nil, fmt.Errorf("cannot release %s: cannot flock it: %w", l.Path, err)

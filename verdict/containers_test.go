@@ -129,6 +129,16 @@ func TestJudgeReadersView(t *testing.T) {
 			want: Foreign, reason: "whether it has ended cannot be told here: this lockctl runs in a child pid namespace",
 			noProbe: true,
 		},
+		// A reader whose own pid namespace cannot be read (a foreign
+		// /proc) says so, never "and this is :" (issue 41, item 7).
+		{
+			name:       "own-namespace-unread-is-named-so",
+			host:       func(h *Host) { h.PidNS = "" },
+			namespaces: map[string]bool{otherNS: true},
+			lock:       pidLock(modified(fenced(holderPid, alive.Start, hereBoot), func(h *scan.Holder) { h.PidNS = otherNS })),
+			want:       Foreign, reason: "and this reader's own cannot be read: judge it inside that namespace",
+			noProbe: true,
+		},
 		{
 			name: "other-namespace-ended-on-a-network-fs-is-foreign",
 			lock: remote(pidLock(modified(fenced(holderPid, alive.Start, hereBoot), func(h *scan.Holder) { h.PidNS, h.Host = otherNS, here }))),

@@ -211,20 +211,29 @@ func (j *Judge) nsOf(h *scan.Holder, fs fsx.FS) (judged, bool) {
 	}
 	if h.PidNS != "" && h.PidNS != j.Host.PidNS {
 		if !j.thisKernel(h, fs) {
-			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+			return out(Foreign, "the record names pid namespace %s, %s: judge it inside that namespace", h.PidNS, j.thisNS())
 		}
 		// A namespace no process is in has ended, and every process of it
 		// with it: once its init exits, nothing can enter it again.
 		switch used, err := j.nsInUse(h.PidNS); {
 		case err != nil:
-			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace (whether it has ended cannot be told here: %v)", h.PidNS, j.Host.PidNS, err)
+			return out(Foreign, "the record names pid namespace %s, %s: judge it inside that namespace (whether it has ended cannot be told here: %v)", h.PidNS, j.thisNS(), err)
 		case used:
-			return out(Foreign, "the record names pid namespace %s, and this is %s: judge it inside that namespace", h.PidNS, j.Host.PidNS)
+			return out(Foreign, "the record names pid namespace %s, %s: judge it inside that namespace", h.PidNS, j.thisNS())
 		}
 		return proved(jd, fmt.Sprintf("the record names pid namespace %s, and no process on this machine is in it any more: that namespace has ended, and pid %s with it", h.PidNS, h.PidText),
 			Fact{EndedNS, "every process's /proc/<pid>/ns/pid, read from the initial pid namespace with every process visible", ""}), true
 	}
 	return jd, false
+}
+
+// thisNS says which pid namespace this reader is in, for a reason that
+// compares it with a record's: never an empty name.
+func (j *Judge) thisNS() string {
+	if j.Host.PidNS == "" {
+		return "and this reader's own cannot be read"
+	}
+	return "and this is " + j.Host.PidNS
 }
 
 // pidSpace is the premise that no process has a pid absent here: from this
