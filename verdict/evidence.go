@@ -111,9 +111,11 @@ type RepoWitness interface {
 // segment is still attached by some process: PostgreSQL's own test of a
 // cluster whose postmaster is gone (orphan backends keep its segment).
 // known is false when the segment could not be examined, or may live in an
-// IPC namespace this reader does not see.
+// IPC namespace this reader does not see. dataDir is the cluster's data
+// directory, which PostgreSQL's segment header names (by device and
+// inode): only that proves an attached segment another's.
 type ShmWitness interface {
-	ShmInUse(key, id uint64) (inUse, known bool)
+	ShmInUse(key, id uint64, dataDir string) (inUse, known bool)
 }
 
 // AddrWitness is Evidence that can say whether an IP address is this

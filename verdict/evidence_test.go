@@ -50,7 +50,9 @@ type fakeEvidence struct {
 func (f *fakeEvidence) GitWorkers(dev, ino uint64) ([]KernelHolder, bool) {
 	return f.git, f.gitComplete
 }
-func (f *fakeEvidence) ShmInUse(key, id uint64) (bool, bool) { return f.shmUsed, f.shmKnow }
+func (f *fakeEvidence) ShmInUse(key, id uint64, dataDir string) (bool, bool) {
+	return f.shmUsed, f.shmKnow
+}
 
 func (f *fakeEvidence) Waiters(dev, ino uint64) []KernelHolder { return f.waiting[[2]uint64{dev, ino}] }
 func (f *fakeEvidence) Cover(dir, name string, info fsx.Stat) TableCover {

@@ -148,7 +148,7 @@ func (j *Judge) postgresShm(r Result) Result {
 	if !ok {
 		return r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but whether %s is still attached was not asked", r.Reason, seg)})
 	}
-	switch inUse, known := w.ShmInUse(pg.ShmKey, pg.ShmID); {
+	switch inUse, known := w.ShmInUse(pg.ShmKey, pg.ShmID, r.Lock.Dir); {
 	case !known:
 		r = r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but %s cannot be examined from here (another IPC namespace, or no permission): backends of the cluster may still run", r.Reason, seg)})
 	case inUse:

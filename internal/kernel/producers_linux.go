@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -179,24 +180,79 @@ func findGitDir(dir string, in func(base, q string) string) string {
 }
 
 // ShmInUse implements verdict.ShmWitness, as PostgreSQL's
-// PGSharedMemoryIsInUse does: shmctl(IPC_STAT) on the segment id. Attached
-// by any process: in use. Gone (EINVAL, EIDRM), or now another key's: not
-// in use, but known only when every process on the machine shares this
-// reader's IPC namespace (a container's segment is invisible here). Any
-// other failure (EACCES): not known.
-func (k *KernelEvidence) ShmInUse(key, id uint64) (inUse, known bool) {
+// PGSharedMemoryIsInUse (src/backend/port/sysv_shmem.c) does:
+// shmctl(IPC_STAT) on the segment id of line 7. No such id (EINVAL): not
+// in use, known only when every process on the machine shares this
+// reader's IPC namespace (a container's segment is invisible here); any
+// other failure (EACCES, EIDRM) is doubt. No process attached: not in use.
+// Attached: in use, unless the segment is proved another's the way
+// PostgreSQL proves it, by its header (shmat read-only): PostgreSQL's
+// magic number without the data directory's device and inode, or no
+// PostgreSQL header at all. Its key is no proof: a segment marked for
+// removal (ipcrm, IPC_RMID) reads key 0 while its backends stay attached.
+func (k *KernelEvidence) ShmInUse(key, id uint64, dataDir string) (inUse, known bool) {
 	if id > 1<<31-1 {
 		return false, false
 	}
 	var ds unix.SysvShmDesc
 	_, err := unix.SysvShmCtl(int(id), unix.IPC_STAT, &ds)
 	switch {
-	case err == nil && uint64(uint32(ds.Perm.Key)) == key:
-		return ds.Nattch > 0, true
-	case err == nil, errors.Is(err, unix.EINVAL), errors.Is(err, unix.EIDRM):
+	case errors.Is(err, unix.EINVAL):
+		return false, oneIPCNamespace()
+	case err != nil:
+		return false, false
+	case ds.Nattch == 0:
+		if uint64(uint32(ds.Perm.Key)) == key {
+			return false, true
+		}
 		return false, oneIPCNamespace()
 	}
-	return false, false
+	switch pgSegmentOf(int(id), dataDir) {
+	case segOther:
+		return false, oneIPCNamespace()
+	case segUnknown:
+		return true, false
+	}
+	return true, true
+}
+
+// What a segment's header says of whose it is.
+const (
+	segOurs    = iota // PostgreSQL's, for this data directory
+	segOther          // not PostgreSQL's, or another data directory's
+	segUnknown        // could not be read
+)
+
+// pgShmemMagic is PGShmemMagic (src/include/storage/pg_shmem.h), the
+// first 32 bits of every PostgreSQL segment.
+const pgShmemMagic = 679834894
+
+// pgSegmentOf reads the header of segment id, attached read-only, as
+// PostgreSQL does: its magic number, and the device and inode of the data
+// directory it was made for. The header's layout has changed between
+// versions (fields added before device and inode), so the pair is looked
+// for as two native 64-bit words anywhere in its first 256 bytes, where
+// every version keeps it.
+func pgSegmentOf(id int, dataDir string) int {
+	var st unix.Stat_t
+	if err := unix.Stat(dataDir, &st); err != nil {
+		return segUnknown
+	}
+	b, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+	if err != nil {
+		return segUnknown
+	}
+	defer unix.SysvShmDetach(b)
+	if len(b) < 4 || int32(binary.NativeEndian.Uint32(b)) != pgShmemMagic {
+		return segOther
+	}
+	head := b[:min(len(b), 256)]
+	for off := 8; off+16 <= len(head); off += 8 {
+		if binary.NativeEndian.Uint64(head[off:]) == uint64(st.Dev) && binary.NativeEndian.Uint64(head[off+8:]) == st.Ino {
+			return segOurs
+		}
+	}
+	return segOther
 }
 
 // oneIPCNamespace reports whether every process on the machine is in this
