@@ -70,7 +70,8 @@ type Step string
 // The points at which Hook is called.
 const (
 	BeforeOpen   Step = "open"   // judged; the registry directory not yet reopened
-	BeforeClaim  Step = "claim"  // judged; nothing touched yet
+	BeforeCheck  Step = "check"  // judged; the record not yet read again before its claim
+	BeforeClaim  Step = "claim"  // read again and unchanged; nothing touched yet
 	BeforeVerify Step = "verify" // claimed; not yet verified
 	BeforeJudge  Step = "judge"  // verified; not yet judged again
 	BeforeRemove Step = "remove" // judged again; not yet removed
@@ -288,6 +289,13 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 	// directory is gone: the directory is removed only if it is still the
 	// one judged, and only if it is empty.
 	f.hook(BeforeRemove, l)
+	// The claimed record, read again from the claim's name right before
+	// the removal: a writer that opened it before the claim can still
+	// write to it, and only bytes read now, with its ctime unchanged
+	// since the claim, say the removal is still of the record judged.
+	if why := changed(l, judged, c, rec.Info); why != "" {
+		return back("after its claim, %s", strings.TrimPrefix(why, "the record "))
+	}
 	if dir != nil {
 		cur, err := dir.at.Lstat(dir.name)
 		if err != nil || !l.Info.Same(cur) {
@@ -319,6 +327,17 @@ func goneWhy(rec scan.Record) string {
 // as it now stands; on failure nothing is left changed (or the outcome says
 // why not).
 func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.Record, *Outcome) {
+	// 0. Read it again: a record rewritten in place since it was judged
+	// (a live process taking the stale lock with O_TRUNC, as shell and
+	// cron code does) keeps its inode, so only its bytes, size, mtime and
+	// ctime (which no program sets back) tell. Nothing is claimed then:
+	// the claim would free the name under its new holder. This narrows
+	// the window, it cannot close it (docs/fix-protocol.md).
+	f.hook(BeforeCheck, l)
+	if why := changed(l, judged, from, judged.Info); why != "" {
+		o := skipped("%s; nothing was touched: run lockctl doctor again", why)
+		return scan.Record{}, &o
+	}
 	// 1. Claim. Before this rename, the lock may change hands at any time;
 	// after it, no one else can claim this record, and the record we judged
 	// is either ours or gone.
@@ -364,6 +383,25 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	rec := judged
 	rec.File, rec.Info = claim.name, st
 	return rec, nil
+}
+
+// changed reads the record at p again and says how it differs from the
+// judged one, whose entry was then was (its inode, size, mtime and ctime),
+// or "" if it does not.
+func changed(l *scan.Lock, judged scan.Record, p place, was fsx.Stat) string {
+	data, st, truncated, err := readClaimed(l, p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "the record is gone since it was judged (another process claimed or released it)"
+	case err != nil:
+		return fmt.Sprintf("cannot read the record again: %v", err)
+	case !was.SameFile(st):
+		return "the record was replaced since it was judged (the lock may have changed hands)"
+	case truncated && l.Producer != scan.ProducerVim || !bytes.Equal(data, judged.Raw),
+		st.Size != was.Size, !st.Mtime.Equal(was.Mtime), !st.Ctime.Equal(was.Ctime):
+		return "the record was written since it was judged (the lock may have changed hands)"
+	}
+	return ""
 }
 
 // readClaimed reads a claimed record: a file's bytes, or a link's target

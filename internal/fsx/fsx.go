@@ -52,6 +52,10 @@ type Stat struct {
 	Size  int64
 	// Mtime is the last modification time.
 	Mtime time.Time
+	// Ctime is the last change of the inode (a write, a rename, a chmod):
+	// a program can set Mtime back, never Ctime. The zero time where the
+	// platform does not say.
+	Ctime time.Time
 	// Btime is the birth time, or the zero time where the file system does
 	// not record one.
 	Btime time.Time

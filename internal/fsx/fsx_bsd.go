@@ -25,6 +25,7 @@ func fromStat(x *unix.Stat_t) Stat {
 		Uid:   x.Uid,
 		Size:  x.Size,
 		Mtime: time.Unix(x.Mtim.Unix()),
+		Ctime: time.Unix(x.Ctim.Unix()),
 	}
 	if x.Btim.Sec > 0 {
 		s.Btime = time.Unix(x.Btim.Unix())

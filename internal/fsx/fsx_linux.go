@@ -30,6 +30,7 @@ func fromStatx(x *unix.Statx_t) Stat {
 		Uid:   x.Uid,
 		Size:  int64(x.Size),
 		Mtime: time.Unix(x.Mtime.Sec, int64(x.Mtime.Nsec)),
+		Ctime: time.Unix(x.Ctime.Sec, int64(x.Ctime.Nsec)),
 	}
 	if x.Mask&unix.STATX_BTIME != 0 && x.Btime.Sec != 0 {
 		s.Btime = time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
