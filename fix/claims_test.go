@@ -72,7 +72,7 @@ func TestClaimsNameTheirNamespace(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		make maker
-	}{{"pid", makePid}, {"registry-a", makeA}, {"registry-b", makeB}} {
+	}{{"filelock", makeFile}, {"registry-a", makeA}, {"registry-b", makeB}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tempDir(t)
 			lock, _, _ := tc.make(t, host, dir, testutil.Gone(t))

@@ -218,6 +218,9 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if res.Holder != nil && res.Holder.Break == "no" {
 		return kept("the holder asked never to be broken automatically (break no)")
 	}
+	if why := scan.InPlace(l); why != "" {
+		return skipped("%s", why)
+	}
 	if v := res.Lock.Vim; v != nil && v.Dirty {
 		return kept("a vim swap file with unsaved changes is never removed: recover them with 'vim -r %s'", v.File)
 	}

@@ -38,6 +38,13 @@ func makeB(t *testing.T, h verdict.Host, dir string, pid int) (string, string, [
 	return lock, filepath.Join(lock, "holder."+tok), rec
 }
 
+// makeFile makes a lock file that lockctl claims (fileRec).
+func makeFile(t *testing.T, _ verdict.Host, dir string, pid int) (string, string, []byte) {
+	rec := fileRec(pid)
+	lock := mkFile(t, dir, "x.lock", rec)
+	return lock, lock, rec
+}
+
 func makePid(t *testing.T, _ verdict.Host, dir string, pid int) (string, string, []byte) {
 	rec := testutil.PidRec(pid)
 	lock := mkFile(t, dir, "x.lock", rec)
@@ -64,11 +71,10 @@ func TestSweepEachFormat(t *testing.T) {
 	}{
 		{"registry-a", makeA, testutil.Gone},
 		{"registry-b", makeB, testutil.Gone},
-		{"pid", makePid, testutil.Gone},
-		{"uucp", makeUUCP, testutil.Gone},
+		{"filelock", makeFile, testutil.Gone},
 		{"registry-a zombie", makeA, zombie},
 		{"registry-b zombie", makeB, zombie},
-		{"pid zombie", makePid, zombie},
+		{"filelock zombie", makeFile, zombie},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,12 +216,12 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 		{"registry-a, the same bytes in a new file", makeA, func(t *testing.T, path string, old []byte) ([]byte, uint64) {
 			return old, replaceFile(t, path, old)
 		}},
-		{"pid, a new lock file renamed over it", makePid, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := testutil.PidRec(live)
+		{"filelock, a new lock file renamed over it", makeFile, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
+			rec := fileRec(live)
 			return rec, replaceFile(t, path, rec)
 		}},
-		{"pid, rewritten in place", makePid, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
-			rec := testutil.PidRec(live)
+		{"filelock, rewritten in place", makeFile, func(t *testing.T, path string, _ []byte) ([]byte, uint64) {
+			rec := fileRec(live)
 			testutil.WriteFile(t, path, rec)
 			return rec, inode(t, path)
 		}},
@@ -253,9 +259,9 @@ func TestChangeOfHandsBeforeClaim(t *testing.T) {
 func TestNewOwnerAfterClaim(t *testing.T) {
 	host := testHost(t)
 	dir := tempDir(t)
-	lock, _, _ := makePid(t, host, dir, testutil.Gone(t))
+	lock, _, _ := makeFile(t, host, dir, testutil.Gone(t))
 	res := judge(t, dir, lock, verdict.Gone)
-	rec := testutil.PidRec(testutil.Sleeper(t).Process.Pid)
+	rec := fileRec(testutil.Sleeper(t).Process.Pid)
 	var ino uint64
 	f := fix.New(judges.Sweep(host))
 	f.Hook = at(t, fix.BeforeRemove, func(*scan.Lock) { ino = replaceFile(t, lock, rec) })
@@ -276,7 +282,7 @@ func TestJudgeAgain(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		make maker
-	}{{"registry-a", makeA}, {"registry-b", makeB}, {"pid", makePid}} {
+	}{{"registry-a", makeA}, {"registry-b", makeB}, {"filelock", makeFile}} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
 			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
@@ -382,10 +388,10 @@ func TestRollbackNeverReplaces(t *testing.T) {
 		// claimed, so a new owner can take it before a failed check puts
 		// the old file back.
 		dir := tempDir(t)
-		lock, _, old := makePid(t, host, dir, testutil.Gone(t))
+		lock, _, old := makeFile(t, host, dir, testutil.Gone(t))
 		res := judge(t, dir, lock, verdict.Gone)
 		oldIno := inode(t, lock)
-		rec := testutil.PidRec(live)
+		rec := fileRec(live)
 		var ino uint64
 		f := &fix.Fixer{Judge: &verdict.Judge{Host: host, Probe: runningProbe{}}, Pid: os.Getpid()}
 		f.Hook = at(t, fix.BeforeJudge, func(*scan.Lock) {
@@ -506,7 +512,7 @@ func TestTwoBreakersOneRecord(t *testing.T) {
 	formats := []struct {
 		name string
 		make maker
-	}{{"registry-a", makeA}, {"registry-b", makeB}, {"pid", makePid}}
+	}{{"registry-a", makeA}, {"registry-b", makeB}, {"filelock", makeFile}}
 	steps := []fix.Step{fix.BeforeOpen, fix.BeforeClaim, fix.BeforeVerify, fix.BeforeJudge, fix.BeforeRemove}
 	for _, ft := range formats {
 		for _, step := range steps {
@@ -871,7 +877,7 @@ func TestGenBExtrasKept(t *testing.T) {
 func TestSweepNameTooLongToClaim(t *testing.T) {
 	host := testHost(t)
 	dir := tempDir(t)
-	lock := mkFile(t, dir, strings.Repeat("n", 230)+".lock", fmt.Appendf(nil, "%d\n", testutil.Gone(t)))
+	lock := mkFile(t, dir, strings.Repeat("n", 230)+".lock", fileRec(testutil.Gone(t)))
 	res := judge(t, dir, lock, verdict.Gone)
 	if res.Lock.FS.NameMax != 255 {
 		t.Skipf("the name limit here is %d, not 255", res.Lock.FS.NameMax)

@@ -53,6 +53,9 @@ func tempDir(t *testing.T) string {
 	return must(filepath.EvalSymlinks(t.TempDir()))
 }
 
+// fileRec is testutil.FileRec: a lock file record that --fix claims.
+func fileRec(pid int) []byte { return testutil.FileRec(pid) }
+
 // uucpRec is the record of a UUCP lock file: the pid right-aligned in ten
 // columns and a newline.
 func uucpRec(pid int) []byte { return fmt.Appendf(nil, "%10d\n", pid) }

@@ -1,6 +1,7 @@
 package fix_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -65,8 +66,8 @@ func TestInPlaceRewriteBeforeClaim(t *testing.T) {
 		make      maker
 		keepMtime bool
 	}{
-		{"pid", makePid, false},
-		{"pid, same size, mtime set back", makePid, true},
+		{"filelock", makeFile, false},
+		{"filelock, same size, mtime set back", makeFile, true},
 		{"registry-a", makeA, false},
 		{"registry-a, mtime set back", makeA, true},
 		{"registry-b", makeB, false},
@@ -113,7 +114,7 @@ func TestWriteThroughAnOpenFdAfterClaim(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		make maker
-	}{{"pid", makePid}, {"registry-a", makeA}, {"registry-b", makeB}} {
+	}{{"filelock", makeFile}, {"registry-a", makeA}, {"registry-b", makeB}} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tempDir(t)
 			lock, record, _ := tt.make(t, host, dir, testutil.Gone(t))
@@ -148,6 +149,43 @@ func TestWriteThroughAnOpenFdAfterClaim(t *testing.T) {
 			wantOutcome(t, lock, o, fix.Kept, "the record was put back")
 			wantFile(t, record, rec, ino)
 			noDebris(t, dir)
+		})
+	}
+}
+
+// TestBarePidFilesAreNeverClaimed: a bare pid file of unknown producer
+// (plain, UUCP, pid= lines) may be taken by a live process rewriting it in
+// place, which no claim can be bound to: its gone verdict proposes no
+// removal, and --fix skips it without touching a byte (scan.InPlace).
+func TestBarePidFilesAreNeverClaimed(t *testing.T) {
+	host := testHost(t)
+	for _, tt := range []struct {
+		name string
+		make maker
+	}{
+		{"pid", makePid},
+		{"uucp", makeUUCP},
+		{"pid-kv", func(t *testing.T, _ verdict.Host, dir string, pid int) (string, string, []byte) {
+			rec := fmt.Appendf(nil, "pid=%d\n", pid)
+			lock := mkFile(t, dir, "x.lock", rec)
+			return lock, lock, rec
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tempDir(t)
+			lock, _, _ := tt.make(t, host, dir, testutil.Gone(t))
+			res := judge(t, dir, lock, verdict.Gone)
+			if len(res.Remove) > 0 {
+				t.Errorf("Judge(%s).Remove = %v, want none: its producers may rewrite it in place", lock, res.Remove)
+			}
+			before := testutil.Snapshot(t, dir)
+			f := fix.New(judges.Sweep(host))
+			f.Hook = never(t, fix.BeforeClaim, func(fix.Step, *scan.Lock) {})
+
+			o := f.Fix(res)
+
+			wantOutcome(t, lock, o, fix.Skipped, "rewriting their own pid file")
+			testutil.SameTree(t, dir, before)
 		})
 	}
 }

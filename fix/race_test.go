@@ -58,11 +58,7 @@ func TestRacingFixers(t *testing.T) {
 			tok := testutil.TokenB(pid, i)
 			lock = mkGenB(t, sub, fmt.Sprintf("b%02d.lock", i), tok, testutil.RecB(tok, pid, host.Name, host.Scope))
 		default:
-			rec := testutil.PidRec(pid)
-			if i%2 == 0 {
-				rec = uucpRec(pid)
-			}
-			lock = mkFile(t, sub, fmt.Sprintf("p%02d.lock", i), rec)
+			lock = mkFile(t, sub, fmt.Sprintf("p%02d.lock", i), fileRec(pid))
 		}
 		goneLocks[lock] = true
 	}
@@ -73,13 +69,20 @@ func TestRacingFixers(t *testing.T) {
 		mkGenB(t, keep, fmt.Sprintf("live-b%d.lock", i), tok, testutil.RecB(tok, pid, host.Name, host.Scope))
 		mkFile(t, keep, fmt.Sprintf("live-p%d.lock", i), testutil.PidRec(pid))
 	}
+	// Bare pid files of gone holders are never claimed (scan.InPlace):
+	// gone, and kept.
+	bare := map[string]bool{}
+	for i, pid := range gone {
+		bare[mkFile(t, keep, fmt.Sprintf("bare-p%d.lock", i), testutil.PidRec(pid))] = true
+		bare[mkFile(t, keep, fmt.Sprintf("LCK..tty%d", i), uucpRec(pid))] = true
+	}
 	mkGenA(t, keep, "ownerless-dir.lock", nil)
 	mkFile(t, keep, "ownerless.lock", []byte("0\n"))
 	mkGenA(t, keep, "foreign.lock", testutil.RecA(gone[0], "elsewhere"))
 
 	judgedGone := 0
 	for p, res := range judgeAll(t, reg) {
-		if (res.Verdict == verdict.Gone) != goneLocks[p] {
+		if (res.Verdict == verdict.Gone) != (goneLocks[p] || bare[p]) {
 			t.Fatalf("fixture: Judge(%s) = %s (%s)", p, res.Verdict, res.Reason)
 		}
 		if goneLocks[p] {

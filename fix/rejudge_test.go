@@ -22,8 +22,8 @@ import (
 func TestRejudgeSeesAFlockTakenAfterAnEarlierSweep(t *testing.T) {
 	host := testHost(t)
 	dir := tempDir(t)
-	first := mkFile(t, dir, "a.lock", testutil.PidRec(testutil.Gone(t)))
-	second := mkFile(t, dir, "b.lock", testutil.PidRec(testutil.Gone(t)))
+	first := mkFile(t, dir, "a.lock", fileRec(testutil.Gone(t)))
+	second := mkFile(t, dir, "b.lock", fileRec(testutil.Gone(t)))
 	r1 := judge(t, dir, first, verdict.Gone)
 	r2 := judge(t, dir, second, verdict.Gone)
 

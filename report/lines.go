@@ -44,7 +44,7 @@ type lineLock struct {
 
 // Lock writes one judged lock, with what --fix did to it when o is not nil.
 func (lw *LineWriter) Lock(res verdict.Result, o *fix.Outcome) {
-	lw.tally.Add(res.Verdict, o)
+	lw.tally.Add(res, o)
 	if !Shows(lw.Only, res.Verdict) {
 		return
 	}

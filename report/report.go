@@ -59,9 +59,9 @@ func (r *Report) Tally() *Tally {
 	t := NewTally(r.Fail, r.Outcomes != nil)
 	for _, res := range r.Results {
 		if o, ok := r.Outcomes[res.Lock]; ok {
-			t.Add(res.Verdict, &o)
+			t.Add(*res, &o)
 		} else {
-			t.Add(res.Verdict, nil)
+			t.Add(*res, nil)
 		}
 	}
 	return t

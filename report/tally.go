@@ -12,7 +12,11 @@ import (
 type Tally struct {
 	Counts map[verdict.Verdict]int
 	// Actions is nil unless the run fixes.
-	Actions   map[fix.Action]int
+	Actions map[fix.Action]int
+	// Fixable counts the gone locks that --fix would claim and remove
+	// (those with a remedy: not a record its producers may rewrite in
+	// place).
+	Fixable   int
 	Attention bool
 	fail      map[verdict.Verdict]bool
 }
@@ -31,8 +35,12 @@ func NewTally(fail map[verdict.Verdict]bool, fixing bool) *Tally {
 }
 
 // Add counts one judged lock, with what --fix did to it when o is not nil.
-func (t *Tally) Add(v verdict.Verdict, o *fix.Outcome) {
+func (t *Tally) Add(res verdict.Result, o *fix.Outcome) {
+	v := res.Verdict
 	t.Counts[v]++
+	if v == verdict.Gone && len(res.Remove) > 0 {
+		t.Fixable++
+	}
 	resolved := false
 	if o != nil {
 		if t.Actions != nil {

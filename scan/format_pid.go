@@ -98,3 +98,26 @@ func parseKeyValue(body string) (Format, *Holder, error) {
 	h.Pid = pid
 	return f, &h, nil
 }
+
+// InPlaceRule is why lockctl never claims a bare pid file of unknown
+// producer: the commonest code that takes such a lock takes a stale one by
+// writing it again in place, keeping its inode, and a claim can only be
+// bound to an inode and the bytes read from it, so a rewrite between the
+// last read and the rename would free the name under a live holder.
+const InPlaceRule = "lockctl does not remove a bare pid file: its producer is not known, and such files are often taken by writing them again in place ('echo $$ > FILE' in shell and cron code, daemons rewriting their own pid file), which keeps the inode, so no claim can be bound to the holder judged; once nothing that uses it runs, remove it by hand"
+
+// InPlace says why l's record may be rewritten in place by a live process
+// taking the lock (InPlaceRule), or "" where its producers only create
+// (O_EXCL, link, mkdir, rename into place) and remove: a lock file whose
+// record is a bare pid (plain, UUCP or pid= lines) and whose producer is
+// not known. docs/fix-protocol.md has the table of formats.
+func InPlace(l *Lock) string {
+	if l.Kind != KindFile || l.Producer != "" {
+		return ""
+	}
+	switch l.Format {
+	case FormatPid, FormatUUCP, FormatKeyValue:
+		return InPlaceRule
+	}
+	return ""
+}

@@ -3,7 +3,6 @@ package verdict
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -156,9 +155,7 @@ func (tc evCase) run(t *testing.T) {
 	if tc.note != "" && !strings.Contains(strings.Join(got.Notes, "\n"), tc.note) {
 		t.Errorf("Judge(%s).Notes = %q, want one containing %q", tc.name, got.Notes, tc.note)
 	}
-	if !reflect.DeepEqual(got.Remove, tc.remove) && (len(got.Remove) != 0 || len(tc.remove) != 0) {
-		t.Errorf("Judge(%s).Remove = %v, want %v", tc.name, got.Remove, tc.remove)
-	}
+	checkRemove(t, tc.name, tc.lock, got, tc.remove)
 	if got.Verdict == Live && (len(got.Remove) != 0 || got.Caveat != "") {
 		t.Errorf("Judge(%s) = live with Remove %v, Caveat %q: a held lock gets no remedy", tc.name, got.Remove, got.Caveat)
 	}

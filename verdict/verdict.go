@@ -221,6 +221,10 @@ func (j *Judge) judge(l *scan.Lock) Result {
 	switch r.Verdict {
 	case Gone:
 		r.Remove = removeLock(l)
+		if why := scan.InPlace(l); why != "" {
+			r.Remove = nil
+			r.Notes = append(r.Notes, why)
+		}
 		if r.Holder != nil && r.Holder.Break == "no" {
 			r.Notes = append(r.Notes, "the holder asked never to be broken automatically (break no): lockctl doctor --fix leaves it alone")
 		}

@@ -153,7 +153,7 @@ func doctorAction(c *cli.Context) error {
 	if err != nil {
 		return &exitCode{code: ExitError, err: fmt.Errorf("cannot write the report: %w", err)}
 	}
-	if n := tally.Counts[verdict.Gone]; n > 0 && (d.form.format == formatText || d.form.format == formatTable) && d.opts.Fixer == nil && !d.quiet {
+	if n := tally.Fixable; n > 0 && (d.form.format == formatText || d.form.format == formatTable) && d.opts.Fixer == nil && !d.quiet {
 		fmt.Fprintf(c.App.ErrWriter, "lockctl: hint: %d gone %s: '%s' removes them safely, checking each holder again first\n", n, plural(n, "lock", "locks"), fixAgain(c))
 	}
 	total := 0

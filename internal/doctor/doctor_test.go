@@ -54,7 +54,7 @@ func TestRunWithoutJudgesFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "x.lock")
-	testutil.WriteFile(t, p, testutil.PidRec(testutil.Gone(t)))
+	testutil.WriteFile(t, p, testutil.FileRec(testutil.Gone(t)))
 	before := testutil.Snapshot(t, dir)
 
 	s := run(t, dir, nil, fix.New(nil))

@@ -168,6 +168,7 @@ func TestFixMixedRegistry(t *testing.T) {
 		kGone          = "gone"
 		kAbandonedGone = "abandoned break of a gone holder"
 		kAbandonedLive = "abandoned break of a live holder"
+		kBareGone      = "gone bare pid file"
 	)
 	want := map[string]string{}   // path → kGone, kAbandoned*, or the crowd verdict
 	vanishing := 0                // entries made that the sweep must remove
@@ -195,9 +196,9 @@ func TestFixMixedRegistry(t *testing.T) {
 			tok := testutil.TokenB(pid, i)
 			testutil.WriteFile(t, filepath.Join(lock, "holder."+tok), testutil.RecB(tok, pid, host.Name, host.Scope))
 			vanishing += 2
-		default: // pid file
+		default: // a lock file (a bare pid file is never claimed: kBareGone)
 			lock = at(i, fmt.Sprintf("p%03d.lock", i))
-			testutil.WriteFile(t, lock, testutil.PidRec(pid))
+			testutil.WriteFile(t, lock, testutil.FileRec(pid))
 			vanishing++
 		}
 		want[lock] = kGone
@@ -237,6 +238,13 @@ func TestFixMixedRegistry(t *testing.T) {
 		l = at(i+2, fmt.Sprintf("live-p%d.lock", i))
 		testutil.WriteFile(t, l, testutil.PidRec(pid))
 		want[l] = "live"
+	}
+	// Bare pid files of gone holders: gone, and never claimed, since
+	// their producers may rewrite them in place (scan.InPlace).
+	for i := range 3 {
+		l := at(i, fmt.Sprintf("bare%d.lock", i))
+		testutil.WriteFile(t, l, testutil.PidRec(gone[i%len(gone)]))
+		want[l] = kBareGone
 	}
 	l := at(2, "ownerless-dir.lock")
 	testutil.Mkdir(t, l)
@@ -293,6 +301,8 @@ func TestFixMixedRegistry(t *testing.T) {
 			switch w {
 			case kAbandonedGone, kAbandonedLive:
 				v = "claimed"
+			case kBareGone:
+				v = "gone"
 			}
 			if jl.Verdict != v {
 				t.Errorf("fixture: %s is %s (%s), want %s (%s)", jl.Path, jl.Verdict, jl.Reason, v, w)

@@ -133,7 +133,7 @@ func TestFixWithoutNoReplace(t *testing.T) {
 		testutil.Mkdir(t, filepath.Join(dir, "b.lock"))
 		testutil.WriteFile(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
 	}
-	testutil.WriteFile(t, filepath.Join(dir, "p.lock"), testutil.PidRec(gone))
+	testutil.WriteFile(t, filepath.Join(dir, "p.lock"), testutil.FileRec(gone))
 	s := r.sleeper()
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "own.lock"))
 	s.kill()

@@ -147,7 +147,7 @@ func TestMessagesWithoutRights(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := testutil.Gone(t)
-	testutil.WriteFile(t, filepath.Join(reg, "gone.lock"), []byte(strconv.Itoa(gone)+"\n"))
+	testutil.WriteFile(t, filepath.Join(reg, "gone.lock"), testutil.FileRec(gone))
 	as := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}

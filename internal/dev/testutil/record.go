@@ -2,7 +2,10 @@
 
 package testutil
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Holder records of the formats lockctl reads, byte for byte as
 // docs/formats.md lays them out, each with "x" as the command. They are
@@ -37,4 +40,14 @@ func PidRec(pid int) []byte { return fmt.Appendf(nil, "%d\n", pid) }
 func RecLockctl(pid int, start uint64, boot, pidNS, host string) []byte {
 	return fmt.Appendf(nil, "lockctl-lock 1\ntoken %d.%032x.1\npid %d\nstart %d\nboot %s\npidns %s\nhost %s\ncommand x\nacquired 2026-01-02T03:04:05.000000006Z\n",
 		pid, pid, pid, start, boot, pidNS, host)
+}
+
+// FileRec is a lock file record that lockctl's --fix claims, of this host:
+// Python filelock's SoftFileLock ("<pid>\n<host>\n"), whose producer only
+// creates the file (O_EXCL) and removes it. A bare pid file (PidRec) is
+// never claimed (scan.InPlace), so tests of a sweep of a lock file use
+// this.
+func FileRec(pid int) []byte {
+	host, _ := os.Hostname()
+	return fmt.Appendf(nil, "%d\n%s\n", pid, host)
 }
