@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
@@ -207,7 +208,7 @@ func TestFSOfFUSE(t *testing.T) {
 		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = srv.Process.Kill()
-			<-exited
+			testutil.Await(t, testutil.KillWait, fmt.Sprintf("the FUSE server (pid %d) to be reaped after its SIGKILL", srv.Process.Pid), exited)
 		}
 	})
 	select {

@@ -286,16 +286,29 @@ func (p *lcProc) wait(timeout time.Duration) int {
 	case <-p.exited:
 	case <-time.After(timeout):
 		_ = p.p.Signal(syscall.SIGKILL)
-		<-p.exited
+		testutil.Await(p.r.t, testutil.KillWait, fmt.Sprintf("%q (pid %d) to be reaped after its SIGKILL", p.args, p.pid), p.exited)
 		p.r.t.Fatalf("%q did not exit within %s; stderr:\n%s", p.args, timeout, p.errText())
 	}
 	return p.code()
 }
 
+// lcRunWait bounds code's wait: far longer than any run of a test takes.
+const lcRunWait = 3 * time.Minute
+
 // code is the exit status of an exited process, 128+N if signal N killed
-// it.
+// it. It waits for the exit at most lcRunWait, and then fails the test
+// (with Errorf: it is called from goroutines other than the test's too),
+// SIGKILLs the process, and returns the status it then has, or -1 if it
+// was not reaped within KillWait either.
 func (p *lcProc) code() int {
-	<-p.exited
+	if _, ok := testutil.Within(p.exited, lcRunWait); !ok {
+		p.r.t.Errorf("%q (pid %d) did not exit within %s: SIGKILLed; stderr:\n%s", p.args, p.pid, lcRunWait, p.errText())
+		_ = p.p.Signal(syscall.SIGKILL)
+		if _, ok := testutil.Within(p.exited, testutil.KillWait); !ok {
+			p.r.t.Errorf("%q (pid %d) was not reaped within %s of its SIGKILL", p.args, p.pid, testutil.KillWait)
+			return -1
+		}
+	}
 	if p.ws.Signaled() {
 		return 128 + int(p.ws.Signal())
 	}
@@ -1041,7 +1054,7 @@ func TestChaosRun(t *testing.T) {
 			p.p.Signal(syscall.SIGKILL)
 		}
 		mu.Unlock()
-		<-waited
+		testutil.Await(t, testutil.KillWait, "the run loops to end once their lockctl processes were SIGKILLed", waited)
 		return
 	}
 	// The orphaned commands of killed runs finish on their own.
@@ -1197,7 +1210,9 @@ exec sleep 600`, aux, bin, l, section("c"), dir)
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 60*time.Second, "the container's workers to stop", finished)
-	wg.Wait()
+	looped := make(chan struct{})
+	go func() { wg.Wait(); close(looped) }()
+	testutil.Await(t, lcRunWait+testutil.KillWait, "the host's run and sweep loops to end", looped)
 	ctr.kill()
 	// The orphaned commands of killed runs finish on their own.
 	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })
