@@ -599,9 +599,9 @@ func cmdHold(ts *testscript.TestScript, neg bool, args []string) {
 	cmd.Dir = ts.MkAbs(".")
 	cmd.Env = os.Environ()
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK"} {
-		cmd.Env = setEnv(cmd.Env, k, ts.Getenv(k))
+		cmd.Env = testutil.SetEnv(cmd.Env, k, ts.Getenv(k))
 	}
-	cmd.Env = setEnv(cmd.Env, "PWD", cmd.Dir)
+	cmd.Env = testutil.SetEnv(cmd.Env, "PWD", cmd.Dir)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second // the group is dead by then: nothing holds the pipe
@@ -618,17 +618,4 @@ func cmdHold(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Logf("hold %q said:\n%s", args, out.String())
 		}
 	})
-}
-
-// setEnv is env with name's entry replaced by name=value (or added): one
-// entry per name, since where there are two, programs differ on which
-// counts.
-func setEnv(env []string, name, value string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != name {
-			out = append(out, kv)
-		}
-	}
-	return append(out, name+"="+value)
 }
