@@ -206,7 +206,10 @@ func (r *lcReaper) close() {
 // waits to be killed (internal/cli's test hook).
 const pauseEnv = "LOCKCTL_TEST_PAUSE"
 
-// lcEnv is this process's environment without LOCKCTL_TEST_PAUSE, plus env.
+// lcEnv is this process's environment without LOCKCTL_TEST_PAUSE, with
+// each NAME=value of env in place of this process's NAME (never beside it:
+// with two, programs differ on which counts, and a HOME given here did not
+// take).
 func lcEnv(env []string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -214,7 +217,30 @@ func lcEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, env...)
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		out = testutil.SetEnv(out, name, value)
+	}
+	return out
+}
+
+// ownHome is the environment for a program that must write nowhere but
+// under home (a test's temporary directory): its HOME, its temporary
+// directory and its XDG directories all there, made.
+func ownHome(t *testing.T, home string) []string {
+	t.Helper()
+	env := []string{"HOME=" + home}
+	for _, d := range []struct{ name, dir string }{
+		{"TMPDIR", ".tmp"}, {"XDG_CONFIG_HOME", ".config"}, {"XDG_CACHE_HOME", ".cache"},
+		{"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
+	} {
+		p := filepath.Join(home, d.dir)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, d.name+"="+p)
+	}
+	return env
 }
 
 // start starts args[0] (a path) with env added, output to files.
