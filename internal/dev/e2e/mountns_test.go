@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,6 +64,9 @@ func inMountNS(t *testing.T) bool {
 	}
 	args := []string{"-m", "--propagation", "private", os.Args[0],
 		"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1", "-test.v"}
+	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
+		args = append(args, "-test.gocoverdir="+f.Value.String()) // its coverage counts too
+	}
 	wait := 10 * time.Minute
 	if d, ok := t.Deadline(); ok {
 		// The child ends first, by its own timeout, so that its panic
