@@ -51,7 +51,9 @@ func StartContainer(t T, inner int, payload string) *Container {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	// Tied: unshare dies with the test binary however it ends, and
+	// --kill-child takes the namespace, and its /proc mount, along.
+	if err := StartTied(cmd); err != nil {
 		skip(t, fmt.Sprintf("cannot start unshare: %v", err))
 	}
 	c := &Container{cmd: cmd, Inner: inner, t: t}
