@@ -32,6 +32,23 @@ func TestMain(m *testing.M) {
 
 // TestScript runs every testdata/script/*.txtar end to end.
 func TestScript(t *testing.T) {
+	// testscript makes the scripts' work directories in a folder
+	// $GOTMPDIR/go-test-script*, which it removes only once every script
+	// of the directory has run: under -run, never. Make that folder in
+	// this test's own temporary directory. testscript reads GOTMPDIR
+	// before it starts the scripts (which run after this function
+	// returns), so it is set back at once, and no script sees it.
+	old, had := os.LookupEnv("GOTMPDIR")
+	if err := os.Setenv("GOTMPDIR", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if had {
+			os.Setenv("GOTMPDIR", old)
+		} else {
+			os.Unsetenv("GOTMPDIR")
+		}
+	}()
 	testscript.Run(t, testscript.Params{
 		Dir:                "testdata/script",
 		UpdateScripts:      *update,

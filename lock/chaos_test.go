@@ -238,7 +238,7 @@ func TestChaosLock(t *testing.T) {
 		for _, w := range workers {
 			if w != nil {
 				_ = w.cmd.Process.Kill()
-				<-w.done
+				testutil.Await(t, testutil.KillWait, fmt.Sprintf("worker %d to be reaped after its SIGKILL", w.cmd.Process.Pid), w.done)
 			}
 		}
 	})
@@ -267,7 +267,11 @@ func TestChaosLock(t *testing.T) {
 			pid := w.cmd.Process.Pid
 			fmt.Fprintf(log, "kill %d\n", pid)
 			_ = w.cmd.Process.Kill()
-			<-w.done
+			if _, ok := testutil.Within(w.done, testutil.KillWait); !ok {
+				t.Errorf("worker %d was not reaped within %s of its SIGKILL", pid, testutil.KillWait)
+				mu.Unlock()
+				return // the monitor stops on the failure
+			}
 			fmt.Fprintf(log, "dead %d\n", pid)
 			killed[w] = true
 			if workers[i] = startWorker(); workers[i] == nil {
@@ -327,7 +331,7 @@ func TestChaosLock(t *testing.T) {
 			}
 			break
 		}
-		if len(st.errors) > 0 || len(st.violations) > 0 || len(ended) > 0 || st.enters >= target || time.Now().After(deadline) {
+		if len(st.errors) > 0 || len(st.violations) > 0 || len(ended) > 0 || st.enters >= target || time.Now().After(deadline) || t.Failed() {
 			if len(ended) > 0 {
 				t.Errorf("workers %v ended on their own", ended)
 			}
@@ -360,7 +364,10 @@ func TestChaosLock(t *testing.T) {
 				t.Errorf("a worker did not finish within 30s of being told to stop: the lock wedged (judged:%s)\nregistry:%s", describe(judgeDir(t, dir)), dump(dir))
 			}
 			_ = w.cmd.Process.Kill()
-			<-w.done
+			if _, ok := testutil.Within(w.done, testutil.KillWait); !ok {
+				mu.Unlock()
+				t.Fatalf("worker %d was not reaped within %s of its SIGKILL", w.cmd.Process.Pid, testutil.KillWait)
+			}
 		}
 	}
 	mu.Unlock()

@@ -151,7 +151,13 @@ func TestAcquireNeverLeavesAnEmptyLock(t *testing.T) {
 		}
 		done <- err
 	}()
-	<-waiting
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("a waiting Acquire returned (%v) before it built its record beside the held lock", err)
+	case <-time.After(testutil.ReadyWait):
+		t.Fatalf("a waiting Acquire did not build its record beside the held lock within %s", testutil.ReadyWait)
+	}
 	testutil.Untouched(t, p, before)
 	if err := other.Release(); err != nil {
 		t.Fatal(err)

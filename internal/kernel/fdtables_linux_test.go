@@ -204,7 +204,7 @@ func TestEvidenceExitingThreadUnseen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := testutil.ReadLine(t, testutil.ReadyWait, fmt.Sprintf("the exiting-thread program (pid %d) to say ready", cmd.Process.Pid), bufio.NewReader(out))
 	var tid int
 	if _, err2 := fmt.Sscanf(line, "ready %d", &tid); err != nil || err2 != nil {
 		t.Fatalf("the program said %q: %v %v", line, err, err2)
@@ -213,7 +213,7 @@ func TestEvidenceExitingThreadUnseen(t *testing.T) {
 
 	// Trace the thread from one OS thread (a tracer is a thread), let it
 	// exit, and reap it at the end, from the same thread.
-	traced, reap := make(chan error), make(chan struct{})
+	traced, reap := make(chan error, 1), make(chan struct{})
 	reaped := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
@@ -229,13 +229,13 @@ func TestEvidenceExitingThreadUnseen(t *testing.T) {
 		_, _ = unix.Wait4(tid, &ws, unix.WALL, nil)
 		close(reaped)
 	}()
-	if err := <-traced; err != nil {
+	if err := testutil.Await(t, testutil.ReadyWait, fmt.Sprintf("PTRACE_SEIZE of thread %d", tid), traced); err != nil {
 		t.Fatalf("PTRACE_SEIZE %d: %v", tid, err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // the reap then returns
 		close(reap)
-		<-reaped
+		testutil.Await(t, testutil.KillWait, fmt.Sprintf("the traced thread %d of the SIGKILLed pid %d to be reaped", tid, pid), reaped)
 	})
 	if _, err := stdin.Write([]byte("x\n")); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -250,7 +251,7 @@ func startReady(t *testing.T, cmd *exec.Cmd) (string, error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := testutil.ReadLine(t, testutil.ReadyWait, fmt.Sprintf("%q (pid %d) to say ready", cmd.Args, cmd.Process.Pid), bufio.NewReader(out))
 	if err == nil && line != "ready\n" {
 		err = fmt.Errorf("not ready")
 	}

@@ -147,7 +147,9 @@ func TestShadowedBootIDContainer(t *testing.T) {
 	// then becomes the sleeper (same pid, same start time).
 	ready := filepath.Join(dir, "ready")
 	c := in("sh", "-c", fmt.Sprintf(`{ sh -c '%s acquire --holder-pid $$ %s && touch %s && exec sleep 600' & } && wait`, bin, l, ready))
-	if err := c.Start(); err != nil {
+	// unshare --kill-child, tied: the container, its mounts with it, dies
+	// with this test binary however it ends.
+	if err := testutil.StartTied(c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { killWithChildren(c.Process); _ = c.Wait() })
@@ -231,7 +233,9 @@ func TestBeforeBootShadowedBootID(t *testing.T) {
 	}
 	bin := lcBinary(t)
 	c := shadowed(t, false)("sleep", "600")
-	if err := c.Start(); err != nil {
+	// One process (unshare and sh exec), tied: its mount namespace, with
+	// the bind over boot_id, dies with this test binary however it ends.
+	if err := testutil.StartTied(c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/fsx"
 	"github.com/lockctl/lockctl/internal/judges"
 	"github.com/lockctl/lockctl/internal/kernel"
@@ -108,11 +109,11 @@ func TestFSOfDevShm(t *testing.T) {
 	}
 }
 
+// mountHere mounts a new fstype on a new directory, only in a test's own
+// mount namespace (inMountNS).
 func mountHere(t *testing.T, fstype, data string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
+	mustBeInMountNS(t)
 	dir := t.TempDir()
 	if err := unix.Mount("lockctl-test", dir, fstype, unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
 		t.Skipf("cannot mount %s: %v", fstype, err)
@@ -128,6 +129,9 @@ func mountHere(t *testing.T, fstype, data string) string {
 // TestFSOfMountedTmpfs: a tmpfs mounted for the test is named, and a lock
 // found there by scan carries it.
 func TestFSOfMountedTmpfs(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	dir := mountHere(t, "tmpfs", "size=1m")
 	if got := fsOf(t, dir); got != (fsx.FS{Name: "tmpfs", NameMax: 255}) {
 		t.Errorf("FSOf(%s) = %+v, want tmpfs, local", dir, got)
@@ -147,6 +151,9 @@ func TestFSOfMountedTmpfs(t *testing.T) {
 // TestFSOfUnrecognised: docs/verdicts.md says "an unrecognised file
 // system type is treated as remote". ramfs is one lockctl does not name.
 func TestFSOfUnrecognised(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	// mqueue is a file system lockctl has no name for: an unrecognised
 	// type may be shared with other hosts, so it must read as remote.
 	dir := mountHere(t, "mqueue", "")
@@ -161,6 +168,9 @@ func TestFSOfUnrecognised(t *testing.T) {
 
 // ramfs is local, and named.
 func TestFSOfRamfs(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	dir := mountHere(t, "ramfs", "")
 	if got := fsOf(t, dir); got.Name != "ramfs" || got.Remote {
 		t.Errorf("FSOf(ramfs) = %+v, want ramfs, local", got)
@@ -171,6 +181,9 @@ func TestFSOfRamfs(t *testing.T) {
 // as a tiny server (TestFUSEServerProcess) that answers just enough to
 // open and statfs its root: FSOf says fuse, remote.
 func TestFSOfFUSE(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount")
 	}
@@ -185,7 +198,9 @@ func TestFSOfFUSE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
+	// The server dies with this process (which runs in a mount namespace
+	// of its own), and the mount with them.
+	if err := testutil.StartTied(srv); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
@@ -207,7 +222,7 @@ func TestFSOfFUSE(t *testing.T) {
 		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = srv.Process.Kill()
-			<-exited
+			testutil.Await(t, testutil.KillWait, fmt.Sprintf("the FUSE server (pid %d) to be reaped after its SIGKILL", srv.Process.Pid), exited)
 		}
 	})
 	select {

@@ -206,7 +206,10 @@ func (r *lcReaper) close() {
 // waits to be killed (internal/cli's test hook).
 const pauseEnv = "LOCKCTL_TEST_PAUSE"
 
-// lcEnv is this process's environment without LOCKCTL_TEST_PAUSE, plus env.
+// lcEnv is this process's environment without LOCKCTL_TEST_PAUSE, with
+// each NAME=value of env in place of this process's NAME (never beside it:
+// with two, programs differ on which counts, and a HOME given here did not
+// take).
 func lcEnv(env []string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -214,7 +217,30 @@ func lcEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, env...)
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		out = testutil.SetEnv(out, name, value)
+	}
+	return out
+}
+
+// ownHome is the environment for a program that must write nowhere but
+// under home (a test's temporary directory): its HOME, its temporary
+// directory and its XDG directories all there, made.
+func ownHome(t *testing.T, home string) []string {
+	t.Helper()
+	env := []string{"HOME=" + home}
+	for _, d := range []struct{ name, dir string }{
+		{"TMPDIR", ".tmp"}, {"XDG_CONFIG_HOME", ".config"}, {"XDG_CACHE_HOME", ".cache"},
+		{"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
+	} {
+		p := filepath.Join(home, d.dir)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, d.name+"="+p)
+	}
+	return env
 }
 
 // start starts args[0] (a path) with env added, output to files.
@@ -286,16 +312,29 @@ func (p *lcProc) wait(timeout time.Duration) int {
 	case <-p.exited:
 	case <-time.After(timeout):
 		_ = p.p.Signal(syscall.SIGKILL)
-		<-p.exited
+		testutil.Await(p.r.t, testutil.KillWait, fmt.Sprintf("%q (pid %d) to be reaped after its SIGKILL", p.args, p.pid), p.exited)
 		p.r.t.Fatalf("%q did not exit within %s; stderr:\n%s", p.args, timeout, p.errText())
 	}
 	return p.code()
 }
 
+// lcRunWait bounds code's wait: far longer than any run of a test takes.
+const lcRunWait = 3 * time.Minute
+
 // code is the exit status of an exited process, 128+N if signal N killed
-// it.
+// it. It waits for the exit at most lcRunWait, and then fails the test
+// (with Errorf: it is called from goroutines other than the test's too),
+// SIGKILLs the process, and returns the status it then has, or -1 if it
+// was not reaped within KillWait either.
 func (p *lcProc) code() int {
-	<-p.exited
+	if _, ok := testutil.Within(p.exited, lcRunWait); !ok {
+		p.r.t.Errorf("%q (pid %d) did not exit within %s: SIGKILLed; stderr:\n%s", p.args, p.pid, lcRunWait, p.errText())
+		_ = p.p.Signal(syscall.SIGKILL)
+		if _, ok := testutil.Within(p.exited, testutil.KillWait); !ok {
+			p.r.t.Errorf("%q (pid %d) was not reaped within %s of its SIGKILL", p.args, p.pid, testutil.KillWait)
+			return -1
+		}
+	}
 	if p.ws.Signaled() {
 		return 128 + int(p.ws.Signal())
 	}
@@ -1041,7 +1080,7 @@ func TestChaosRun(t *testing.T) {
 			p.p.Signal(syscall.SIGKILL)
 		}
 		mu.Unlock()
-		<-waited
+		testutil.Await(t, testutil.KillWait, "the run loops to end once their lockctl processes were SIGKILLed", waited)
 		return
 	}
 	// The orphaned commands of killed runs finish on their own.
@@ -1197,7 +1236,9 @@ exec sleep 600`, aux, bin, l, section("c"), dir)
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 60*time.Second, "the container's workers to stop", finished)
-	wg.Wait()
+	looped := make(chan struct{})
+	go func() { wg.Wait(); close(looped) }()
+	testutil.Await(t, lcRunWait+testutil.KillWait, "the host's run and sweep loops to end", looped)
 	ctr.kill()
 	// The orphaned commands of killed runs finish on their own.
 	testutil.WaitFor(t, 30*time.Second, "every command to finish", func() bool { return len(lcChildren(os.Getpid())) == 0 })

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,38 +22,6 @@ import (
 // device, which is not always the file's st_dev (btrfs, overlayfs), and
 // /proc/locks is only a path, over which anything can be mounted (issue 28,
 // review findings F1 and F2). A lock held there must never read gone.
-
-// mountNS starts a shell in a mount namespace of its own, whose mounts are
-// private (so that nothing it mounts reaches the host's mount table, even
-// if the test's cleanup fails), runs script there, and keeps the namespace
-// until the test ends. It returns the shell's pid (nsenter -t pid -m enters
-// the namespace). The shell is killed, by its process group, in cleanup;
-// its mounts go with the namespace.
-func mountNS(t *testing.T, script string) int {
-	t.Helper()
-	c := exec.Command("unshare", "-m", "sh", "-c", "mount --make-rprivate / && "+script+" && echo ready && exec sleep 600")
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	})
-	if !waitLine(out, "ready", 60*time.Second) {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-		t.Fatalf("the mount namespace's setup failed:\n%s", stderr.String())
-	}
-	return c.Process.Pid
-}
 
 // waitLine reports whether r gives the line want within timeout.
 func waitLine(r interface{ Read([]byte) (int, error) }, want string, timeout time.Duration) bool {
@@ -79,39 +46,36 @@ func waitLine(r interface{ Read([]byte) (int, error) }, want string, timeout tim
 
 // flockIn has a process of the mount namespace of pid (0: the host's) take
 // a flock on path and hold it until the test ends. It returns, once the
-// lock is taken, the pid of flock(1), which took it (nsenter execs it), and
-// of its child, which holds the descriptor too.
+// lock is taken, the pid of flock(1), which took it; flock -F (no fork)
+// execs the holding command in its place, so that pid holds the descriptor
+// too, and is the second pid returned. One process, tied to this one
+// (testutil.StartTied): it dies with the test binary, however that ends,
+// and so lets go of the mount namespace it is in.
 func flockIn(t *testing.T, pid int, path string) [2]int {
 	t.Helper()
-	args := []string{"flock", "-n", path, "sh", "-c", "echo locked; exec sleep 600"}
+	args := []string{"flock", "-n", "-F", path, "sh", "-c", "echo locked; exec sleep 600"}
 	if pid > 0 {
 		args = append([]string{"nsenter", "-t", strconv.Itoa(pid), "-m"}, args...)
 	}
 	c := exec.Command(args[0], args[1:]...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(); err != nil {
+	if err := testutil.StartTied(c); err != nil {
 		t.Fatal(err)
 	}
+	waited := make(chan struct{})
 	t.Cleanup(func() {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
+		_ = c.Process.Kill()
+		testutil.Await(t, testutil.KillWait, fmt.Sprintf("the flock holder (pid %d) of %s to be reaped after its SIGKILL", c.Process.Pid, path), waited)
 	})
 	if !waitLine(out, "locked", 10*time.Second) {
+		go func() { _ = c.Wait(); close(waited) }()
 		t.Fatalf("flock on %s was not taken", path)
 	}
-	// flock(1) runs sh as its child, which execs sleep.
-	var child int
-	testutil.WaitFor(t, 10*time.Second, "the flock holder", func() bool {
-		for _, k := range lcChildren(c.Process.Pid) {
-			child = k
-		}
-		return child > 0
-	})
-	return [2]int{c.Process.Pid, child}
+	go func() { _ = c.Wait(); close(waited) }()
+	return [2]int{c.Process.Pid, c.Process.Pid}
 }
 
 type mountDoc struct {

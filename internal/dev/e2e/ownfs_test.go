@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,34 +26,40 @@ import (
 
 // bindfsMount mounts a bindfs (FUSE) view of a new directory and returns
 // the directory and its FUSE view. It skips when bindfs is missing (.ci/run
-// installs it) or cannot mount.
+// installs it) or cannot mount. Only in a test's own mount namespace
+// (inMountNS); its daemon runs in the foreground as the init of a pid
+// namespace of its own, tied to this process, so it ends with the test
+// however the test ends, and never keeps the namespace alive.
 func bindfsMount(t *testing.T) (src, view string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
+	mustBeInMountNS(t)
 	if _, err := exec.LookPath("bindfs"); err != nil {
 		t.Skip("bindfs is not installed (Debian package bindfs): no FUSE file system to bind from")
 	}
 	src, view = t.TempDir(), t.TempDir()
-	if out, err := exec.Command("bindfs", src, view).CombinedOutput(); err != nil {
-		t.Skipf("bindfs cannot mount here: %v: %s", err, out)
+	var out bytes.Buffer
+	d := tiedInPidNS(t, &out, "bindfs", "-f", src, view)
+	mounted := func() bool { return strings.HasPrefix(mountType(t, view), "fuse") }
+	deadline := time.Now().Add(10 * time.Second)
+	for !mounted() {
+		if d.ProcessState != nil || time.Now().After(deadline) {
+			t.Skipf("bindfs cannot mount here (within 10s): %s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(view, unix.MNT_DETACH); err != nil {
 			t.Errorf("umount %s: %v", view, err)
 		}
 	})
-	if typ := mountType(t, view); !strings.HasPrefix(typ, "fuse") {
-		t.Fatalf("bindfs mounted %s as %q, want fuse", view, typ)
-	}
 	return src, view
 }
 
 // bindOver bind-mounts from over to (which must exist), until the test
-// ends.
+// ends; only in a test's own mount namespace (inMountNS).
 func bindOver(t *testing.T, from, to string) {
 	t.Helper()
+	mustBeInMountNS(t)
 	if err := unix.Mount(from, to, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind %s over %s: %v", from, to, err)
 	}
@@ -93,6 +100,9 @@ func mkdir(t *testing.T, path string) {
 // bare pid foreign; on the code that took the directory's file system they
 // read local, and the bare pid of a process absent here gone.
 func TestLockOnItsOwnMount(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	_, view := bindfsMount(t)
 	if typ := mountType(t, os.TempDir()); typ != "ext4" && typ != "ext2" && typ != "ext3" && typ != "tmpfs" && typ != "xfs" && typ != "btrfs" {
 		t.Skipf("the temporary directory is on %q, not a local file system lockctl names", typ)
@@ -163,6 +173,9 @@ func TestLockOnItsOwnMount(t *testing.T) {
 // directory of another file system names the lock's file system, tmpfs,
 // not the directory's; and a walk finds it so too. Needs no FUSE.
 func TestLockOnItsOwnLocalMount(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	local := t.TempDir()
 	if mountType(t, local) == "tmpfs" {
 		t.Skip("the temporary directory is itself on tmpfs: the two would not differ")
@@ -205,9 +218,11 @@ func firstFS(ls []*scan.Lock) fsx.FS {
 }
 
 // overlayOf mounts an overlay of lower (one layer) with its upper and work
-// directories on the temporary directory's file system.
+// directories on the temporary directory's file system; only in a test's
+// own mount namespace (inMountNS).
 func overlayOf(t *testing.T, lower string) string {
 	t.Helper()
+	mustBeInMountNS(t)
 	base := t.TempDir()
 	up, work, merged := filepath.Join(base, "u"), filepath.Join(base, "w"), filepath.Join(base, "m")
 	for _, d := range []string{up, work, merged} {
@@ -231,6 +246,9 @@ func overlayOf(t *testing.T, lower string) string {
 // bare pid in it foreign (on the code that took f_type alone, "overlay"
 // was local and the pid of a process absent here gone).
 func TestOverlayOnItsLayers(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount")
 	}
@@ -268,6 +286,9 @@ func TestOverlayOnItsLayers(t *testing.T) {
 // directory hides that layer from every path: what it is on cannot be
 // told, and it is remote, the cautious side.
 func TestOverlayOverItsOwnLowerLayer(t *testing.T) {
+	if !inMountNS(t) {
+		return
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount")
 	}
@@ -277,6 +298,7 @@ func TestOverlayOverItsOwnLowerLayer(t *testing.T) {
 		mkdir(t, d)
 	}
 	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, up, work)
+	mustBeInMountNS(t)
 	if err := unix.Mount("overlay", lower, "overlay", 0, data); err != nil {
 		t.Skipf("cannot mount an overlay (%s): %v", data, err)
 	}

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +58,7 @@ func TestEmacsLock(t *testing.T) {
 	dir := t.TempDir()
 	file, lock := filepath.Join(dir, "notes.txt"), filepath.Join(dir, ".#notes.txt")
 	testutil.WriteFile(t, file, []byte("first\n"))
-	env := []string{"HOME=" + dir}
+	env := ownHome(t, t.TempDir())
 	e := r.start(env, emacs, "-Q", "--batch", "--eval", `(progn (find-file "`+file+`") (insert "unsaved ") (sleep-for 600))`)
 	testutil.WaitFor(t, 30*time.Second, "Emacs to lock the file", func() bool { _, err := os.Lstat(lock); return err == nil || e.done() })
 	if e.done() {
@@ -129,7 +131,9 @@ func TestBrowserLocks(t *testing.T) {
 			profile := filepath.Join(home, "profile")
 			testutil.Mkdir(t, profile)
 			lock := filepath.Join(profile, b.lock)
-			env := append([]string{"HOME=" + home}, b.env...)
+			// Everything a browser writes besides its profile (caches,
+			// config, its temporary files) goes under home too.
+			env := append(ownHome(t, home), b.env...)
 			start := func() *lcProc {
 				t.Helper()
 				p := r.start(env, append([]string{bin}, b.args(profile)...)...)
@@ -186,6 +190,9 @@ func TestBrowserLocks(t *testing.T) {
 // versions whose source docs/formats.md cites.
 var nodePackages = []string{"proper-lockfile@4.1.2", "lockfile@1.0.4"}
 
+// npmInstallTimeout bounds the one npm install of nodePackages.
+const npmInstallTimeout = 2 * time.Minute
+
 // nodeModules returns a node_modules directory holding nodePackages,
 // installed once with npm into the user's cache directory (the registry is
 // reached only the first time); the test is skipped, with the reason, where
@@ -221,9 +228,25 @@ func nodeModules(t *testing.T) (node, modules string) {
 		skip("%v", err)
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command(npm, append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error"}, nodePackages...)...)
+	// One try, each fetch bounded, the whole install too: an unreachable
+	// registry is said within seconds, not after npm's retries (two
+	// 5-minute fetch timeouts). npm's own cache is beside the packages,
+	// and its HOME and TMPDIR are the test's.
+	ctx, cancel := context.WithTimeout(context.Background(), npmInstallTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error",
+		"--fetch-timeout=30000", "--fetch-retries=0", "--cache", filepath.Join(filepath.Dir(dir), "npm-cache")}, nodePackages...)...)
+	cmd.Env = os.Environ()
+	for _, kv := range ownHome(t, t.TempDir()) {
+		name, value, _ := strings.Cut(kv, "=")
+		cmd.Env = testutil.SetEnv(cmd.Env, name, value)
+	}
+	cmd.WaitDelay = testutil.KillWait
 	if out, err := cmd.CombinedOutput(); err != nil {
-		skip("npm install %s: %v\n%s", strings.Join(nodePackages, " "), err, out)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("not done within %s: %w", npmInstallTimeout, err)
+		}
+		skip("npm install %s failed; is the npm registry reachable from here? (outside CI this skips; with CI set it fails): %v\n%s", strings.Join(nodePackages, " "), err, out)
 	}
 	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) && !os.IsExist(err) {
 		if _, serr := os.Stat(modules); serr != nil {
@@ -270,7 +293,7 @@ func TestNodeLocks(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "holder.js")
 	testutil.WriteFile(t, script, []byte(nodeHolder))
-	env := []string{"NODE_PATH=" + modules}
+	env := append(ownHome(t, t.TempDir()), "NODE_PATH="+modules)
 	take := func(r *lcReaper, pkg, file, hold string) *lcProc {
 		t.Helper()
 		ready := filepath.Join(t.TempDir(), "ready")

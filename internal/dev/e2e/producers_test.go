@@ -37,7 +37,7 @@ func TestGitLockWhileCommitting(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every child goes through the reaper, which would steal exec.Cmd's.
-	env := []string{"GIT_EDITOR=" + editor}
+	env := append(ownHome(t, t.TempDir()), "GIT_EDITOR="+editor)
 	gitArgs := func(args ...string) []string {
 		return append([]string{git, "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)
 	}
@@ -268,7 +268,9 @@ func TestMercurialLocks(t *testing.T) {
 	if err := os.Chmod(editor, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HGEDITOR=" + editor, "HGUSER=t", "HGPLAIN=1"}
+	// hg writes its commit message to $TMPDIR/hg-editor-*.commit.hg.txt
+	// for the editor, and a SIGKILLed hg leaves it: here, not in /tmp.
+	env := append(ownHome(t, t.TempDir()), "HGEDITOR="+editor, "HGUSER=t", "HGPLAIN=1")
 	mustRun := func(args ...string) {
 		t.Helper()
 		if p := r.start(env, args...); p.wait(60*time.Second) != 0 {

@@ -33,7 +33,7 @@ func TestVimSwap(t *testing.T) {
 		if dirty {
 			args = append(args, "-c", "normal Aunsaved", "-c", "preserve")
 		}
-		v := r.start(nil, append(args, "-c", "sleep 600", file)...)
+		v := r.start(ownHome(t, t.TempDir()), append(args, "-c", "sleep 600", file)...)
 		testutil.WaitFor(t, 20*time.Second, "vim to make its swap file", func() bool { return lcExists(swap) || v.done() })
 		if v.done() {
 			t.Fatalf("vim exited: %s", v.errText())
@@ -52,7 +52,7 @@ func TestVimSwap(t *testing.T) {
 			if lcExists(swap) {
 				t.Fatalf("--fix left a gone vim's clean swap file")
 			}
-			ed := r.start(nil, vim, "-N", "-u", "NONE", "-i", "NONE", "-es", "-c", "wq", file)
+			ed := r.start(ownHome(t, t.TempDir()), vim, "-N", "-u", "NONE", "-i", "NONE", "-es", "-c", "wq", file)
 			if code := ed.wait(30 * time.Second); code != 0 || strings.Contains(ed.outText()+ed.errText(), "ATTENTION") {
 				t.Errorf("vim after --fix: exit %d\n%s%s", code, ed.outText(), ed.errText())
 			}

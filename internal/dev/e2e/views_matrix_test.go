@@ -61,13 +61,19 @@ var (
 
 // holderPy writes one lock of every format naming this process, as each
 // producer would, and takes a lockctl lock through acquire (which records
-// its caller). argv: registry, mode, view name, lockctl binary. Mode
+// its caller), and dies with the shell that starts it, which dies with
+// the test binary (startViewHolder). argv: registry, mode, view name,
+// lockctl binary. Mode
 // "live": it says "ready <pid>" and sleeps, the live holder of its locks.
 // Mode "dead": it writes two sets, dead-<view>.* (which a process on the
 // host will flock) and crashed-<view>.* (which nobody holds), says "ready
 // <pid>" and exits: their recorded holder is gone.
 const holderPy = `
-import hashlib, os, socket, subprocess, sys, time
+import ctypes, hashlib, os, socket, subprocess, sys, time
+parent = os.getppid()
+ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: die with the shell
+if os.getppid() != parent:
+    sys.exit('the shell that started this holder died before it')
 reg, mode, view, lc = sys.argv[1:5]
 pid = os.getpid()
 host = socket.gethostname()
@@ -148,7 +154,11 @@ func startViewHolder(t *testing.T, v view, mode, reg, bin, py, bootFile string, 
 	}
 	var stderr strings.Builder
 	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
+	// Tied to this process: the shell (or unshare, whose --kill-child
+	// takes the pid namespace along) dies with it, and the holder with the
+	// shell; so no namespace of a view, nor the bind over boot_id of one,
+	// outlives the test binary.
+	if err := testutil.StartTied(c); err != nil {
 		t.Fatal(err)
 	}
 	h := &viewHolder{view: v, cmd: c}
@@ -288,7 +298,7 @@ func TestEveryViewKeepsLiveLocks(t *testing.T) {
 	}
 	var flErr strings.Builder
 	fl.Stderr = &flErr
-	if err := fl.Start(); err != nil {
+	if err := testutil.StartTied(fl); err != nil { // one process: it dies with this one
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-fl.Process.Pid, syscall.SIGKILL); _ = fl.Wait() })

@@ -100,7 +100,7 @@ func StartHolder(t T, role, path string, extra ...*os.File) *Holder {
 		case <-h.done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-h.done
+			Await(t, KillWait, fmt.Sprintf("holder %s of %s (pid %d) to be reaped after its SIGKILL", role, path, h.Pid), h.done)
 		}
 	})
 	select {

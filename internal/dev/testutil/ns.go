@@ -24,6 +24,7 @@ type Container struct {
 	// Init is the host pid of the namespace's init; cmd is unshare.
 	Init int
 	cmd  *exec.Cmd
+	t    T
 }
 
 // StartContainer runs payload, a shell command, in a new pid namespace with
@@ -50,12 +51,14 @@ func StartContainer(t T, inner int, payload string) *Container {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	// Tied: unshare dies with the test binary however it ends, and
+	// --kill-child takes the namespace, and its /proc mount, along.
+	if err := StartTied(cmd); err != nil {
 		skip(t, fmt.Sprintf("cannot start unshare: %v", err))
 	}
-	c := &Container{cmd: cmd, Inner: inner}
+	c := &Container{cmd: cmd, Inner: inner, t: t}
 	t.Cleanup(c.Stop)
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := ReadLine(t, ReadyWait, fmt.Sprintf("the container (unshare, pid %d) to say ready", cmd.Process.Pid), bufio.NewReader(out))
 	if got := strings.TrimSpace(line); err != nil || got != "ready "+strconv.Itoa(inner) {
 		t.Fatalf("the container did not start its payload as pid %d: %q, %v", inner, line, err)
 	}
@@ -92,7 +95,9 @@ func StartContainer(t T, inner int, payload string) *Container {
 }
 
 // Stop kills the namespace's init, which ends every process in it, and
-// waits until unshare has reaped it: then the namespace has ended.
+// waits until unshare has reaped it: then the namespace has ended. It
+// fails the test if that takes longer than KillWait. Call it from the
+// goroutine that runs the test.
 func (c *Container) Stop() {
 	if c.cmd.ProcessState != nil {
 		return
@@ -102,7 +107,11 @@ func (c *Container) Stop() {
 	} else {
 		_ = c.cmd.Process.Kill()
 	}
-	_ = c.cmd.Wait()
+	waited := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(waited) }()
+	if _, ok := Within(waited, KillWait); !ok {
+		c.t.Fatalf("the container's unshare (pid %d) was not reaped within %s of its init's SIGKILL", c.cmd.Process.Pid, KillWait)
+	}
 }
 
 // NSpid is the NSpid line of /proc/<pid>/status: the process's pid in each

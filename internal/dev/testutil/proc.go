@@ -29,7 +29,7 @@ import (
 func Sleeper(t T) *exec.Cmd {
 	t.Helper()
 	c := exec.Command("sleep", "3600")
-	if err := c.Start(); err != nil {
+	if err := StartTied(c); err != nil { // it dies with the test binary, however that ends
 		t.Fatalf("cannot start a live holder: %v", err)
 	}
 	t.Cleanup(func() {

@@ -4,6 +4,7 @@ package testutil
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -69,7 +70,7 @@ func StartPrivateFdThread(t testing.TB, path string) (pid, tid int) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			Await(t, KillWait, fmt.Sprintf("the private-table thread holder of %s (pid %d) to be reaped after its SIGKILL", path, cmd.Process.Pid), done)
 		}
 	})
 	var l string

@@ -5,6 +5,7 @@ package testutil
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os/exec"
 	"sync"
@@ -42,6 +43,10 @@ func StartTogether(t T, cmds ...*exec.Cmd) []*Gated {
 			t.Fatalf("%v", err)
 		}
 		g.out = bufio.NewReader(out)
+		if c.WaitDelay == 0 {
+			// A child of c that keeps its stderr must not hold Wait.
+			c.WaitDelay = KillWait
+		}
 		if err := c.Start(); err != nil {
 			t.Fatalf("cannot start %v: %v", c.Args, err)
 		}
@@ -54,7 +59,8 @@ func StartTogether(t T, cmds ...*exec.Cmd) []*Gated {
 		gs[i] = g
 	}
 	for i, g := range gs {
-		if line, err := g.out.ReadString('\n'); line != "ready\n" {
+		what := fmt.Sprintf("process %d (pid %d, %q) to say ready", i, g.Cmd.Process.Pid, g.Cmd.Args)
+		if line, err := ReadLine(t, ReadyWait, what, g.out); line != "ready\n" {
 			t.Fatalf("process %d said %q (%v), want ready; stderr:\n%s", i, line, err, g.Stderr.String())
 		}
 	}
@@ -86,7 +92,11 @@ func Release(t T, timeout time.Duration, gs []*Gated) {
 		for _, g := range gs {
 			_ = g.Cmd.Process.Kill()
 		}
-		<-done
+		var pids []int
+		for _, g := range gs {
+			pids = append(pids, g.Cmd.Process.Pid)
+		}
+		Await(t, KillWait, fmt.Sprintf("the stdout of the SIGKILLed processes %v to close", pids), done)
 		t.Fatalf("the %d processes did not finish within %s", len(gs), timeout)
 	}
 }

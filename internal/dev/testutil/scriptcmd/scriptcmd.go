@@ -41,6 +41,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"holder-gone":        cmdHolderGone,
 		"holder-zombie":      cmdHolderZombie,
 		"holder-recycled":    cmdHolderRecycled,
+		"hold":               cmdHold,
 		"scope":              cmdScope,
 		"hostname":           cmdHostname,
 		"bootid":             cmdBootID,
@@ -563,4 +564,58 @@ func cmdRemediesNameReal(ts *testscript.TestScript, neg bool, args []string) {
 	if n < min {
 		ts.Fatalf("remedies-name-real: %d remedy lines, want at least %d", n, min)
 	}
+}
+
+// hold PROG [ARG...]: start PROG in the background, as "exec PROG ARG... &"
+// would (in the script's directory, with its PATH, HOME, TMPDIR and WORK
+// and this process's other variables; no stdin), and stop it when the
+// script ends, however it ends. testscript stops its own background
+// commands with SIGINT and waits for them with no deadline: a holder that
+// ignores SIGINT (as a non-interactive shell's background job does) holds
+// the script until it exits on its own. A hold is in a process group of
+// its own, which the script's end SIGKILLs and then waits for (at most
+// testutil.KillWait); and it dies with this process (testutil.StartTied),
+// so not even a SIGKILLed test binary leaves it running.
+func cmdHold(ts *testscript.TestScript, neg bool, args []string) {
+	usage(ts, neg, args, -1, "hold PROG [ARG...]")
+	if len(args) < 1 {
+		ts.Fatalf("usage: hold PROG [ARG...]")
+	}
+	prog := args[0]
+	if !strings.Contains(prog, "/") {
+		prog = ""
+		for _, d := range filepath.SplitList(ts.Getenv("PATH")) {
+			p := filepath.Join(d, args[0])
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				prog = p
+				break
+			}
+		}
+		if prog == "" {
+			ts.Fatalf("hold: %s not found in the script's PATH", args[0])
+		}
+	}
+	cmd := exec.Command(prog, args[1:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = os.Environ()
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK"} {
+		cmd.Env = testutil.SetEnv(cmd.Env, k, ts.Getenv(k))
+	}
+	cmd.Env = testutil.SetEnv(cmd.Env, "PWD", cmd.Dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second // the group is dead by then: nothing holds the pipe
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ts.Check(testutil.StartTied(cmd))
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	ts.Defer(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if _, ok := testutil.Within(waited, testutil.KillWait); !ok {
+			ts.Fatalf("hold: %q (pid %d) was not reaped within %s of its SIGKILL", args, cmd.Process.Pid, testutil.KillWait)
+		}
+		if out.Len() > 0 {
+			ts.Logf("hold %q said:\n%s", args, out.String())
+		}
+	})
 }
