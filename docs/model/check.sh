@@ -59,6 +59,12 @@ checks=(
 	"reserve-wedge|pass|-DNA=2 -DMAXC=1 -DWEDGE|... and once --fix has passed, nothing owner-less is left; P7"
 	"reserve-mut-path|fail|-DNA=1 -DMAXC=0 -DMUT_ADOPT_PATH|(h) adopt moves its record in by path, replacing, with no claim"
 	"reserve-mut-empty|fail|-DNA=1 -DMAXC=1 -DWEDGE -DMUT_ADOPT_EMPTY|(i) adopt removes the reservation before its record is in"
+	# Producers that rewrite a record in place (inplace.pml, issue 41): a
+	# claim cannot be bound to such a record, so --fix never claims its
+	# format; one whose producers only create is claimed safely.
+	"inplace-claim|fail|-DINPLACE -DCLAIM|a producer rewriting in place beside a waiter on O_EXCL, and --fix claiming: two holders"
+	"inplace-noclaim|pass|-DINPLACE|... and --fix leaving that format alone (scan.InPlace): P1"
+	"excl-claim|pass|-DCLAIM|a producer that only creates (O_EXCL), and --fix claiming: P1"
 )
 # Larger configurations (FULL=1): a few more minutes of CPU, 2 GB of memory
 # each (two at once with the default JOBS on 2 cores).
@@ -93,6 +99,7 @@ trap 'rm -rf "$work"' EXIT
 run() {
 	local name=$1 expect=$2 flags=$3 dir=$work/$1 src=$model
 	[[ $name == reserve* ]] && src=$here/reserve.pml
+	[[ $name == inplace* || $name == excl* ]] && src=$here/inplace.pml
 	mkdir -p "$dir"
 	cp "$src" "$dir/lockctl.pml"
 	(
