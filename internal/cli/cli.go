@@ -242,15 +242,16 @@ func bareSeconds(args []string) []string {
 // flagsFirst lets flags follow paths ("lockctl doctor DIR --json"), as
 // most tools allow: urfave/cli stops reading flags at the first argument
 // that is not one, so the flags of doctor, acquire and release are moved
-// before their arguments. Nothing after "--" moves, and run is left as it
-// is: its arguments after LOCK are CMD's.
+// before their arguments. Nothing after "--" moves. For run, the
+// arguments after LOCK are CMD's, except where "--" follows LOCK after
+// nothing but run's own flags ("run L --timeout 1s -- cmd"): those move.
 func flagsFirst(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
 	var cmd *cli.Command
 	for _, c := range app.Commands {
-		if c.Name == args[1] && (c.Name == "doctor" || c.Name == "acquire" || c.Name == "release") {
+		if c.Name == args[1] && (c.Name == "doctor" || c.Name == "acquire" || c.Name == "release" || c.Name == "run") {
 			cmd = c
 		}
 	}
@@ -263,6 +264,9 @@ func flagsFirst(app *cli.App, args []string) []string {
 		for _, n := range f.Names() {
 			takesValue[n] = !isBool
 		}
+	}
+	if cmd.Name == "run" && !runFlagsBeforeDash(args[2:], takesValue) {
+		return args
 	}
 	flags, plain := []string{}, []string{}
 	rest := args[2:]
@@ -284,4 +288,33 @@ func flagsFirst(app *cli.App, args []string) []string {
 		}
 	}
 	return append(append(append([]string{}, args[:2]...), flags...), plain...)
+}
+
+// runFlagsBeforeDash reports whether run's arguments hold a "--" that
+// follows LOCK (or, with --root, run's flags) after nothing but run's own
+// flags and their values: only then are the flags after LOCK lockctl's.
+// Anything else between LOCK and a "--" is CMD's ("run L grep -v -- x").
+func runFlagsBeforeDash(rest []string, takesValue map[string]bool) bool {
+	lock := false
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			return lock
+		case strings.HasPrefix(a, "-") && a != "-":
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			v, known := takesValue[name]
+			if !known {
+				return false
+			}
+			if v && !hasValue {
+				i++
+			}
+		case !lock:
+			lock = true
+		default:
+			return false // a second plain argument: CMD's
+		}
+	}
+	return false
 }

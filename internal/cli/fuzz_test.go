@@ -8,12 +8,12 @@ import (
 
 // FuzzArgs: the rewriting of the command line before urfave/cli reads it
 // (a bare --timeout number gets its "s", and the flags of doctor, acquire
-// and release move before their paths) never panics, never adds or drops
-// an argument, and never touches run's arguments after LOCK, nor anything
-// after "--": those are CMD's.
+// and release move before their paths, and run's between LOCK and a "--"
+// that follows nothing but run's flags) never panics, never adds or drops
+// an argument, and never touches anything after "--": that is CMD's.
 func FuzzArgs(f *testing.F) {
 	for _, s := range []string{
-		"doctor reg --json", "doctor --timeout 5 reg", "acquire x.lock --timeout 5", "run x.lock -- sleep --timeout 5",
+		"doctor reg --json", "doctor --timeout 5 reg", "acquire x.lock --timeout 5", "run x.lock -- sleep --timeout 5", "run x.lock --timeout 1s -- cmd", "run x.lock grep -v -- x",
 		"run --timeout=2 x.lock -- cmd --json", "release --holder-pid 4 x.lock", "doctor -- --json", "acquire", "doctor --name",
 	} {
 		f.Add(s)
