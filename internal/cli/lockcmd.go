@@ -136,7 +136,7 @@ func releaseAction(c *cli.Context) error {
 		}
 		return reservationError(path, lock.ReleaseReservation(path, tok, judges.Kernel{}))
 	}
-	path, _, pid, err := lockAndHolder(c)
+	path, pid, err := releaseHolder(c)
 	if err != nil {
 		return err
 	}
@@ -158,6 +158,45 @@ func releaseAction(c *cli.Context) error {
 		return &exitCode{code: ExitAttention, err: err}
 	}
 	return nil
+}
+
+// releaseHolder is the lock release names and the process it releases
+// for: --holder-pid, or else this very process where the lock's record
+// names it (a shell that exec'd release as its last command: "sh -c
+// 'lockctl acquire L && work; lockctl release L'", where exec keeps the
+// shell's pid and start time, which ReleaseFor checks), or else the
+// caller, as acquire finds it.
+func releaseHolder(c *cli.Context) (path string, pid int, err error) {
+	if !c.IsSet("holder-pid") {
+		path, _, err := lockArg(c, 1)
+		if err != nil {
+			return "", 0, err
+		}
+		self := os.Getpid()
+		n, err := slotsOf(c)
+		if err != nil {
+			return "", 0, err
+		}
+		if recordNames(path, n, self) {
+			return path, self, nil
+		}
+	}
+	path, _, pid, err = lockAndHolder(c)
+	return path, pid, err
+}
+
+// recordNames reports whether the lock at path (or one of its n slots)
+// holds a record naming pid.
+func recordNames(path string, n int, pid int) bool {
+	p, err := lock.FindSlot(path, n, func(h *scan.Holder) bool { return h.Pid == int64(pid) })
+	if err != nil {
+		return false
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return false
+	}
+	cur, err := scan.ReadOne(filepath.Dir(p), filepath.Base(p))
+	return err == nil && cur != nil && len(cur.Holders) == 1 && cur.Holders[0].Holder != nil && cur.Holders[0].Holder.Pid == int64(pid)
 }
 
 // processName is the command name of pid, for the record.
