@@ -87,7 +87,7 @@ func (lw *LineWriter) Summary(host verdict.Host, errs []string, unread []Unread)
 		Complete bool                    `json:"complete"`
 		Unread   []Unread                `json:"unread"`
 	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions,
-		append([]string{}, errs...), len(unread) == 0, append([]Unread{}, unread...)})
+		append([]string{}, errs...), len(unread) == 0 && len(errs) == 0, append([]Unread{}, unread...)})
 	if lw.err == nil {
 		lw.err = lw.w.Flush()
 	}

@@ -126,7 +126,8 @@ type jsonDoc struct {
 	Counts  map[verdict.Verdict]int `json:"counts"`
 	Actions map[fix.Action]int      `json:"actions,omitempty"`
 	Errors  []string                `json:"errors"`
-	// Complete is false when some directories were not read (Unread).
+	// Complete is false when some directories were not read (Unread), or
+	// a named path, or anything else, could not be read (Errors).
 	Complete bool     `json:"complete"`
 	Unread   []Unread `json:"unread"`
 }
@@ -227,7 +228,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Locks:    []jsonLock{},
 		Counts:   r.Counts(),
 		Errors:   append([]string{}, r.Errors...),
-		Complete: len(r.Unread) == 0,
+		Complete: len(r.Unread) == 0 && len(r.Errors) == 0,
 		Unread:   append([]Unread{}, r.Unread...),
 	}
 	if r.Outcomes != nil {
