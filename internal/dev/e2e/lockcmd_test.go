@@ -230,8 +230,18 @@ func lcEnv(env []string) []string {
 func ownHome(t *testing.T, home string) []string {
 	t.Helper()
 	env := []string{"HOME=" + home}
+	// TMPDIR is short, outside home: a program's unix sockets go there
+	// (Chromium's SingletonSocket), and a socket's path is at most 107
+	// bytes, which a test's temporary folder under a TMPDIR of its own
+	// can pass.
+	tmp, err := os.MkdirTemp("/tmp", "lc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	env = append(env, "TMPDIR="+tmp)
 	for _, d := range []struct{ name, dir string }{
-		{"TMPDIR", ".tmp"}, {"XDG_CONFIG_HOME", ".config"}, {"XDG_CACHE_HOME", ".cache"},
+		{"XDG_CONFIG_HOME", ".config"}, {"XDG_CACHE_HOME", ".cache"},
 		{"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
 	} {
 		p := filepath.Join(home, d.dir)

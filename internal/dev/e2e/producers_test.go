@@ -153,7 +153,7 @@ func TestPostgresOrphanBackends(t *testing.T) {
 	port := strconv.Itoa(40000 + os.Getpid()%20000)
 	start := func() {
 		t.Helper()
-		asPG(pgctl, "-D", data, "-w", "-l", filepath.Join(base, "log"), "-o", "-k "+base+" -p "+port+" -c listen_addresses=''", "start")
+		asPG(pgctl, "-D", data, "-w", "-l", filepath.Join(base, "log"), "-o", "-k "+base+" -p "+port+" -c listen_addresses='' -c dynamic_shared_memory_type=mmap", "start")
 	}
 	start()
 	pidFile := filepath.Join(data, "postmaster.pid")
