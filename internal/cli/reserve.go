@@ -36,7 +36,7 @@ Exit status: 0 reserved (the token is on stdout), 75 the wait timed out,
 1 other failure, 2 usage.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
-				&cli.DurationFlag{Name: "grace", Usage: "how long the reservation waits for its worker, `D` (e.g. 30s)", Required: true},
+				&cli.DurationFlag{Name: "grace", Usage: "how long the reservation waits for its worker, `D` (e.g. 30s); required"},
 				timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag, slotsFlag,
 			},
 			Action: reserveAction,
@@ -54,7 +54,7 @@ passed, or that was released or broken, is not adopted.
 Exit status: 0 adopted, 1 not adopted (the message says why), 2 usage.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "token", Usage: "the `TOKEN` lockctl reserve printed", Required: true},
+				&cli.StringFlag{Name: "token", Usage: "the `TOKEN` lockctl reserve printed; required"},
 				&cli.IntFlag{Name: "holder-pid", Usage: "the `PID` that holds the lock", DefaultText: "lockctl's parent"},
 				kindFlag, rootFlag, topFlag, slotsFlag,
 			},
@@ -76,7 +76,20 @@ func reservationsRefuseKernelLocks(c *cli.Context, path string) error {
 		hint: "reserve a directory lock instead (--kind dir, a path that is not a kernel-lock file)"}
 }
 
+// requireFlag is a usage error, on stderr, for a flag the command needs:
+// urfave/cli's own Required check prints the whole help on stdout, into
+// the caller's T=$(lockctl reserve ...).
+func requireFlag(c *cli.Context, name string) error {
+	if !c.IsSet(name) {
+		return usageErr("%s: --%s is required", c.Command.Name, name)
+	}
+	return nil
+}
+
 func reserveAction(c *cli.Context) error {
+	if err := requireFlag(c, "grace"); err != nil {
+		return err
+	}
 	path, root, err := lockArg(c, 1)
 	if err != nil {
 		return err
@@ -113,6 +126,9 @@ func reserveAction(c *cli.Context) error {
 }
 
 func adoptAction(c *cli.Context) error {
+	if err := requireFlag(c, "token"); err != nil {
+		return err
+	}
 	path, root, pid, err := lockAndHolder(c)
 	if err != nil {
 		return err
