@@ -103,7 +103,7 @@ func holderPid(c *cli.Context) (int, error) {
 		if p < 0 {
 			return 0, usageErr("--holder-pid %d is not a pid", p)
 		}
-		if p == 1 {
+		if kernel.EndlessPid(p) {
 			return 0, usageErr("--holder-pid 1: pid 1 never exits, so the lock would be held for ever")
 		}
 		if l := kernel.Leader(p); l != 0 && l != p {
@@ -117,7 +117,7 @@ func holderPid(c *cli.Context) (int, error) {
 		return p, nil
 	}
 	p, via := os.Getppid(), []string(nil)
-	for i := 0; i < 16 && p > 1; i++ {
+	for i := 0; i < 16 && p > 0 && !kernel.EndlessPid(p); i++ {
 		name := forkingWrapper(p)
 		if name == "" {
 			break
@@ -128,7 +128,9 @@ func holderPid(c *cli.Context) (int, error) {
 		via = append(via, fmt.Sprintf("%s (pid %d)", name, p))
 		p = kernel.Parent(p)
 	}
-	if p <= 1 {
+	// Pid 1 of a container (a shell as its entrypoint) is an ordinary
+	// holder: its namespace ends with it, and the lock reads gone then.
+	if p <= 0 || kernel.EndlessPid(p) {
 		why := "lockctl's parent is pid %d, which would hold the lock for ever"
 		if len(via) > 0 {
 			why = "above " + strings.Join(via, ", ") + " is pid %d, which would hold the lock for ever"

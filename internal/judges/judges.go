@@ -162,8 +162,11 @@ func (Kernel) ReserveJudge(host verdict.Host) *verdict.Judge { return Reserve(ho
 // could be seen.
 func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
 	ev := &kernel.KernelEvidence{}
-	cover := ev.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino})
-	waiting := ev.Waiters(cover.Dev, ino)
+	var waiting []verdict.KernelHolder
+	if d, ok := any(ev).(verdict.LockDetail); ok {
+		// The table lists the file under its mount's device (Cover).
+		waiting = d.Waiters(d.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino}).Dev, ino)
+	}
 	open, complete := ev.Holders(dev, ino)
 	self := os.Getpid()
 	for _, h := range append(waiting, open...) {

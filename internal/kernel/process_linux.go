@@ -63,3 +63,16 @@ func Leader(tid int) int {
 	}
 	return 0
 }
+
+// EndlessPid reports whether pid is a process that never exits while the
+// machine runs: pid 1 of the initial pid namespace. Pid 1 of any other pid
+// namespace (a container's entrypoint shell) is an ordinary process: when
+// it exits its namespace ends. Where this process's namespace cannot be
+// read, pid 1 is taken to be the machine's.
+func EndlessPid(pid int) bool {
+	if pid != 1 {
+		return false
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	return err != nil || ns == initialPidNS
+}

@@ -16,3 +16,7 @@ func Parent(pid int) int { return 0 }
 
 // Leader cannot read a task's process here: 0.
 func Leader(tid int) int { return 0 }
+
+// EndlessPid reports whether pid is the machine's init, which never exits:
+// pid 1 here.
+func EndlessPid(pid int) bool { return pid == 1 }
