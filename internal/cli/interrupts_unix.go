@@ -5,6 +5,8 @@ package cli
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // interrupts are the signals that end a doctor run at a terminal.
@@ -16,4 +18,14 @@ func signalNumber(s os.Signal) int {
 		return int(n)
 	}
 	return 2
+}
+
+// signalName is s's name as a shell says it: SIGTERM.
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return s.String()
 }

@@ -29,7 +29,9 @@ func lockCommands(onUsage cli.OnUsageErrorFunc) []*cli.Command {
 and the next acquire breaks it. A gone holder's lock is broken; a live,
 owner-less, foreign or unknown one is waited on and never broken.
 
-Exit status: 0 acquired, 75 the wait timed out, 1 other failure, 2 usage.`,
+Exit status: 0 acquired, 75 the wait timed out, 128+N a signal N (SIGINT,
+SIGTERM, SIGHUP) ended the wait, leaving nothing behind, 1 other failure,
+2 usage.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
 				timeoutFlag,
@@ -79,7 +81,8 @@ known to be a kernel lock) the lock is that kernel lock alone, on a file
 that is never removed, and it excludes flock(1) and the fcntl locks of
 dpkg, apt and Python's lockf on the same path.
 
-Exit status: CMD's; 75 if the wait timed out before CMD started.`,
+Exit status: CMD's; 75 if the wait timed out before CMD started, 128+N if a
+signal N ended the wait.`,
 			OnUsageError: onUsage,
 			Flags:        []cli.Flag{timeoutFlag, kindFlag, quietFlag, rootFlag, topFlag, slotsFlag},
 			Action:       runAction,
@@ -117,6 +120,9 @@ func acquireAction(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	_, err = lock.Acquire(ctx, path, lock.Options{Kernel: judges.Kernel{}, Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
+		if ierr := waitInterrupted(ctx, path); ierr != nil {
+			return ierr
+		}
 		return acquireError(path, err)
 	}
 	return nil

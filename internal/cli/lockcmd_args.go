@@ -6,11 +6,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/lock"
@@ -168,12 +168,36 @@ func checkTimeout(c *cli.Context) error {
 }
 
 func waitContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, interrupts...)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(&interrupted{s})
+		}
+	}()
+	stop := func() { signal.Stop(sigs); cancel(nil) }
 	if d := c.Duration("timeout"); d > 0 {
 		tctx, tcancel := context.WithTimeout(ctx, d)
-		return tctx, func() { tcancel(); cancel() }
+		return tctx, func() { tcancel(); stop() }
 	}
-	return ctx, cancel
+	return ctx, stop
+}
+
+// interrupted is why a wait ended on a signal (SIGINT, SIGTERM, SIGHUP):
+// not a timeout.
+type interrupted struct{ sig os.Signal }
+
+func (e *interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// waitInterrupted is the error of a wait on path that a signal ended:
+// 128+N, saying so; the wait has left nothing behind by then.
+func waitInterrupted(ctx context.Context, path string) error {
+	var in *interrupted
+	if !errors.As(context.Cause(ctx), &in) {
+		return nil
+	}
+	return &exitCode{code: 128 + signalNumber(in.sig), err: fmt.Errorf("%s while waiting for %s; nothing was left behind", in.Error(), path)}
 }
 
 // runArgs reads run's LOCK -- CMD [ARGS...], or with --root, -- CMD

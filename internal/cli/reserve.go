@@ -33,6 +33,7 @@ the worker may exist unlisted, should keep its reservation and let the
 grace end it.
 
 Exit status: 0 reserved (the token is on stdout), 75 the wait timed out,
+128+N a signal N (SIGINT, SIGTERM, SIGHUP) ended the wait,
 1 other failure, 2 usage.`,
 			OnUsageError: onUsage,
 			Flags: []cli.Flag{
@@ -119,6 +120,9 @@ func reserveAction(c *cli.Context) error {
 	}
 	r, err := lock.Reserve(ctx, path, grace, opts)
 	if err != nil {
+		if ierr := waitInterrupted(ctx, path); ierr != nil {
+			return ierr
+		}
 		return acquireError(path, err)
 	}
 	fmt.Fprintln(c.App.Writer, r.Token)

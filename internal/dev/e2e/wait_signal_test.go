@@ -1,0 +1,43 @@
+//go:build linux
+
+package e2e
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/dev/testutil"
+)
+
+// TestWaitEndedBySignal: a signal during acquire's or reserve's wait ends
+// it with 128+N, saying what happened ("interrupted by SIGTERM"), never
+// "timed out", and leaves nothing beside the lock: SIGHUP used to kill it
+// outright and leave its build (issue 31, item 9).
+func TestWaitEndedBySignal(t *testing.T) {
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	s := r.sleeper()
+	r.mustLockctl(cli.ExitOK, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
+	before := testutil.Snapshot(t, dir)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		for _, cmd := range [][]string{{"acquire", l}, {"reserve", "--grace", "30s", l}} {
+			p := r.start(nil, append([]string{lcBinary(t)}, cmd...)...)
+			if !p.awaitStderr("waiting for", 30*time.Second) {
+				t.Fatalf("%s did not say it waits: %s", cmd[0], p.errText())
+			}
+			_ = syscall.Kill(p.pid, sig)
+			code := p.wait(30 * time.Second)
+			name := map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT"}[sig]
+			if code != 128+int(sig) || !strings.Contains(p.errText(), "interrupted by "+name) || strings.Contains(p.errText(), "timed out") {
+				t.Errorf("%s sent %s during its wait: exit %d, want %d saying so\n%s", cmd[0], name, code, 128+int(sig), p.errText())
+			}
+			testutil.SameTree(t, dir, before)
+		}
+	}
+}
