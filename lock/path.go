@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/shellquote"
 	"github.com/lockctl/lockctl/scan"
 )
 
@@ -84,7 +85,7 @@ func resolveDir(path, dir string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return bad("is in a directory that does not exist (%s): make it first (mkdir -p -- %s), or name a lock in one that does", dir, shellWord(dir))
+		return bad("is in a directory that does not exist: make it first (mkdir -p -- %s), or name a lock in one that does", shellWord(dir))
 	}
 	if err != nil {
 		return "", fmt.Errorf("the lock's directory %s: %w", dir, err)
@@ -95,14 +96,9 @@ func resolveDir(path, dir string) (string, error) {
 	return real, nil
 }
 
-// shellWord quotes s for a POSIX shell where it needs it (report.ShellQuote
-// is the full one; this package stays free of the report's dependencies).
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:,=@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellWord quotes s for a POSIX shell so that a pasted command names the
+// same bytes, control characters included ($'...').
+func shellWord(s string) string { return shellquote.Quote(s) }
 
 // CheckPath says why path cannot name a lock, as *BadPathError, or nil:
 // what Acquire and ReleaseFor refuse before they touch anything.
