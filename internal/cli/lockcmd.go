@@ -108,6 +108,9 @@ func acquireAction(c *cli.Context) error {
 	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
+	if err := notALock(c, path); err != nil {
+		return err
+	}
 	if err := checkTimeout(c); err != nil {
 		return err
 	}
@@ -229,6 +232,9 @@ func runAction(c *cli.Context) error {
 			return usageErr("run: --slots counts holders of a directory lock; a kernel lock has one")
 		}
 		return runKernel(c, path, cmdArgs)
+	}
+	if err := notALock(c, path); err != nil {
+		return err
 	}
 	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
 		return &exitCode{code: ExitNotFound, err: fmt.Errorf("cannot run %s: %w", cmdArgs[0], err)}

@@ -8,13 +8,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/kernel"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
+	"github.com/lockctl/lockctl/scan"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,6 +63,51 @@ func notForKernelLocks(c *cli.Context, path string) error {
 	return &exitCode{code: ExitError,
 		err:  fmt.Errorf("%s: %s is a kernel lock (%s): it is held only while a process keeps it open, and lockctl %s exits at once", c.Command.Name, path, by, c.Command.Name),
 		hint: fmt.Sprintf("hold it with 'lockctl run --kind flock %s -- CMD', or in a shell with 'exec 9>>%s && flock 9' (released when the shell exits or runs 'exec 9>&-')", q, q)}
+}
+
+// notALock refuses at once, exit 2, a path acquire, run and reserve would
+// otherwise wait on for ever: a FIFO, socket or device, a symbolic link
+// that is no producer's lock, or a regular file whose bytes are neither
+// empty nor a lock format lockctl reads (a text file, a data file). None
+// of them is a lock, so nothing would ever free it; and no message
+// suggests removing it. An empty file (flock(1)'s) and lockctl's own
+// kernel-lock file stay acquirable as kernel locks (lockKind).
+func notALock(c *cli.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	l, err := scan.ReadOne(filepath.Dir(abs), filepath.Base(abs))
+	if err != nil || l == nil || l.Err != nil {
+		return nil // missing, or unreadable: the wait says why
+	}
+	var what string
+	switch {
+	case l.Kind == scan.KindOther:
+		what = "a " + fileType(l.Info.Mode)
+	case l.Kind == scan.KindSymlink && l.Producer == "":
+		what = "a symbolic link, which lockctl never follows"
+	case l.Kind == scan.KindFile && l.Producer == "" && l.Format == scan.FormatUnrecognized:
+		what = "a file whose bytes are not a lock lockctl reads (it may be another program's data)"
+	default:
+		return nil
+	}
+	return &exitCode{code: ExitError,
+		err:  fmt.Errorf("%s: %s is %s: it is not a lock, so nothing would ever free it, and lockctl will neither wait on it nor remove it", c.Command.Name, report.ShellQuote(abs), what),
+		hint: "name a path of its own for the lock (a new name in the same directory, such as the file's name with .lock added)"}
+}
+
+// fileType names a special file's type.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 func lockPathArg(c *cli.Context, want int) (string, error) {

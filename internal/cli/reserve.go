@@ -98,6 +98,9 @@ func reserveAction(c *cli.Context) error {
 	if err := reservationsRefuseKernelLocks(c, path); err != nil {
 		return err
 	}
+	if err := notALock(c, path); err != nil {
+		return err
+	}
 	if err := checkTimeout(c); err != nil {
 		return err
 	}
