@@ -147,7 +147,13 @@ func (p *publisher) held(name, slotPath string) (again bool, err error) {
 		return false, &BadPathError{Path: slotPath, Why: fmt.Sprintf("is a directory that holds %d entries and no lock record, so it is not a lock: name a lock inside it, such as %s", len(cur.Others), filepath.Join(slotPath, "app.lock"))}
 	}
 	p.fixer.Debris(res) // builds left by waiters that are gone
-	if res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0 {
+	switch {
+	case res.Verdict == verdict.Gone && scan.InPlace(cur) != "":
+		// Its producers may rewrite it in place, so no claim can be
+		// bound to it (docs/fix-protocol.md): never broken, and no
+		// reason to look again before the next try.
+		p.notBroken = scan.InPlaceRule
+	case res.Verdict == verdict.Gone || res.Verdict == verdict.Claimed && len(res.Remove) > 0:
 		switch o := p.fixer.Fix(res); o.Action {
 		case fix.Kept:
 			p.notBroken = o.Reason

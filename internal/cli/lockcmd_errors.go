@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
+	"github.com/lockctl/lockctl/scan"
 )
 
 // acquireError maps an ended wait to an exit status, a message and the
@@ -33,6 +34,8 @@ func acquireError(path string, err error) error {
 		return &exitCode{code: ExitError, err: err}
 	case errors.As(err, &slots):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("every slot is held: 'lockctl doctor %s' shows who holds each", report.ShellQuote(filepath.Dir(slots.Path)))}
+	case errors.As(err, &stuck) && stuck.Why == scan.InPlaceRule:
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("once nothing that uses it runs, remove it by hand; 'lockctl doctor %s' shows its holder", q)}
 	case errors.As(err, &stuck):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("ask the lock's owner, or root, to run 'lockctl doctor --fix %s'", q)}
 	case errors.As(err, &again):
