@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,6 +69,10 @@ type publisher struct {
 	// notBroken is why the last sweep of a gone lock kept it.
 	notBroken string
 	tell      func(who string)
+	// slotWho is who holds each slot, as last judged: a wait on a
+	// counting lock tells the set, so that it speaks when the set of
+	// holders changes, not at every slot it tries.
+	slotWho map[string]string
 	// w fires when the lock directory of inode watchIno is removed or
 	// moved away: a release, or a break. (With slots, the wait polls.)
 	w        *watch
@@ -163,7 +168,7 @@ func (p *publisher) held(name, slotPath string) (again bool, err error) {
 		}
 	}
 	p.last = res
-	p.tell(whoHolds(res))
+	p.tell(p.holders(name, whoHolds(res)))
 	if len(names) == 1 && cur.Kind == scan.KindDir && (p.w == nil || cur.Info.Ino != p.watchIno) {
 		p.w.Close()
 		p.w, p.watchIno = releaseWatch(slotPath), cur.Info.Ino
@@ -260,6 +265,26 @@ func (l *Lock) settle(d fsx.Dir) error {
 	}
 	l.dirInfo = st
 	return nil
+}
+
+// holders is who holds the lock, for the wait's note: of a plain lock, who
+// holds it; of a counting lock, every slot's holder, as last judged, in
+// the slots' order.
+func (p *publisher) holders(name, who string) string {
+	if len(p.names) == 1 {
+		return who
+	}
+	if p.slotWho == nil {
+		p.slotWho = map[string]string{}
+	}
+	p.slotWho[name] = who
+	var all []string
+	for _, n := range p.names {
+		if w, ok := p.slotWho[n]; ok {
+			all = append(all, w)
+		}
+	}
+	return strings.Join(all, "; ")
 }
 
 // waitTeller returns what a wait calls with who holds the lock on each

@@ -41,3 +41,23 @@ func TestWaitEndedBySignal(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsWaitSaysItOnce: a wait on a counting lock whose slots are all
+// held says who holds them once, and again only when that set changes, not
+// at every slot it tries (it printed about 39 lines a second, alternating
+// between the holders: issue 31, item 2).
+func TestSlotsWaitSaysItOnce(t *testing.T) {
+	r := lcNewReaper(t)
+	l := filepath.Join(t.TempDir(), "x.lock")
+	for range 2 {
+		s := r.sleeper()
+		r.mustLockctl(cli.ExitOK, "acquire", "--slots", "2", "--holder-pid", strconv.Itoa(s.pid), l)
+	}
+	res := r.lockctl(nil, "acquire", "--slots", "2", "--timeout", "3s", l)
+	if res.code != cli.ExitTimeout {
+		t.Fatalf("acquire of a counting lock whose slots are held: exit %d, want %d\n%s", res.code, cli.ExitTimeout, res.stderr)
+	}
+	if n := strings.Count(res.stderr, "lockctl: waiting for "); n < 1 || n > 2 {
+		t.Errorf("a 3 s wait on 2 held slots said who holds them %d times, want once (twice while the set fills)\n%s", n, res.stderr)
+	}
+}
