@@ -23,8 +23,8 @@ func TestLegacyThreadHeldIsNotSwept(t *testing.T) {
 	t.Run("first-judgement", func(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
-		p := filepath.Join(reg, emptyFileLock.name)
-		emptyFileLock.make(t, p)
+		p := filepath.Join(reg, zeroFileLock.name)
+		zeroFileLock.make(t, p)
 		pid, _ := testutil.StartPrivateFdThread(t, p)
 		age(t, p)
 		before := testutil.Snapshot(t, reg)
@@ -38,8 +38,8 @@ func TestLegacyThreadHeldIsNotSwept(t *testing.T) {
 	t.Run("second-judgement", func(t *testing.T) {
 		legacyFixer(t) // skips where the sweep cannot run
 		reg := tempDir(t)
-		p := filepath.Join(reg, emptyFileLock.name)
-		emptyFileLock.make(t, p)
+		p := filepath.Join(reg, zeroFileLock.name)
+		zeroFileLock.make(t, p)
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		before := testutil.Snapshot(t, reg)

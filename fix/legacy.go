@@ -54,8 +54,9 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 }
 
 // holdsNothing reports whether l is a lock that holds nothing, the only
-// kind age may remove: an empty lock file, one that says it was written
-// without an owner ("0", FormatNoPid), or an empty lock directory. Bytes no
+// kind age may remove: a lock file that says it was written without an
+// owner ("0", FormatNoPid), or an empty lock directory. An empty file is
+// not swept: it may be a kernel-lock file nobody holds this instant. Bytes no
 // format lockctl reads claim may be another program's live lock or its data
 // (GnuPG's pubring.kbx.lock, Cargo.lock), and a known producer's lock is
 // removed only by that producer's own rule; why says which. Directories
@@ -68,7 +69,9 @@ func holdsNothing(l *scan.Lock) (why string, nothing bool) {
 		return "", true // a directory: only an empty one is swept (sweepLegacy)
 	case l.Holders[0].Err != nil:
 		return fmt.Sprintf("owner-less, but its bytes are not a record lockctl reads (%v), so they may be another program's lock or data", l.Holders[0].Err), false
-	case l.Format != scan.FormatEmpty && l.Format != scan.FormatNoPid:
+	case l.Format == scan.FormatEmpty:
+		return "owner-less, but an empty file may be a kernel-lock file (flock(1) leaves one behind) that a process is about to lock, and removing it lets a second process in beside the first", false
+	case l.Format != scan.FormatNoPid:
 		return fmt.Sprintf("owner-less, but it holds %s bytes, not nothing", l.Format), false
 	}
 	return "", true

@@ -213,7 +213,9 @@ func TestLegacySweep(t *testing.T) {
 	}{
 		{name: "old-empty-dir", lock: emptyDirLock, want: fix.Removed, reason: "an empty lock directory, unchanged for longer than --legacy-older-than"},
 		{name: "young-empty-dir", lock: emptyDirLock, young: true, want: fix.Skipped, reason: "within --legacy-older-than 1h0m0s"},
-		{name: "old-empty-file", lock: emptyFileLock, want: fix.Removed, reason: "owner-less and unchanged for longer than --legacy-older-than"},
+		// An empty file may be a kernel-lock file a process is about to
+		// lock: age never removes it (issue 42).
+		{name: "old-empty-file", lock: emptyFileLock, want: fix.Kept, reason: "an empty file may be a kernel-lock file"},
 		{name: "young-empty-file", lock: emptyFileLock, young: true, want: fix.Skipped, reason: "within --legacy-older-than"},
 		{name: "old-zero-file", lock: zeroFileLock, want: fix.Removed, reason: "owner-less and unchanged"},
 		{name: "old-zero-newline-file", lock: legacyLock{"zero.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("0\n")) }}, want: fix.Removed},
@@ -291,10 +293,10 @@ func TestLegacyHeldIsNotSwept(t *testing.T) {
 		hold func(t *testing.T, p string) int
 		how  string
 	}{
-		{"empty-file-flock", emptyFileLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "flock", p).Pid }, "flock held"},
+		{"zero-file-flock", zeroFileLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "flock", p).Pid }, "flock held"},
 		{"zero-file-open", zeroFileLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "open", p).Pid }, "held open"},
 		{"empty-dir-flock", emptyDirLock, func(t *testing.T, p string) int { return testutil.StartHolder(t, "flock", p).Pid }, "flock held"},
-		{"empty-file-inherited-flock", emptyFileLock, inheritedFlock, "flock held"},
+		{"zero-file-inherited-flock", zeroFileLock, inheritedFlock, "flock held"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := legacyFixer(t)
@@ -328,7 +330,7 @@ func TestLegacyKeptWhereUnsure(t *testing.T) {
 		{"partial-evidence", func(r *verdict.Result) { r.Seen = verdict.SeenPartial }, "not every process's open files could be seen"},
 		{"no-evidence", func(r *verdict.Result) { r.Seen = verdict.SeenNothing }, "the kernel was not asked who holds it"},
 	} {
-		for _, l := range []legacyLock{emptyDirLock, emptyFileLock} {
+		for _, l := range []legacyLock{emptyDirLock, zeroFileLock} {
 			t.Run(tc.name+"/"+l.name, func(t *testing.T) {
 				f := legacyFixer(t)
 				reg := tempDir(t)
@@ -376,7 +378,6 @@ func TestLegacyTakenAfterTheClaim(t *testing.T) {
 		lock legacyLock
 		role string
 	}{
-		{"empty-file-flock", emptyFileLock, "flock"},
 		{"zero-file-flock", zeroFileLock, "flock"},
 		{"empty-dir-flock", emptyDirLock, "flock"},
 		{"zero-file-open", zeroFileLock, "open"},
@@ -428,7 +429,7 @@ func earlierSweep(t *testing.T, reg, first string) *fix.Fixer {
 }
 
 // secondAfterAnEarlierSweep lays out two old owner-less locks in a new
-// registry, an empty directory a.lock and an empty file b.lock, judges
+// registry, an empty directory a.lock and a "0" file b.lock, judges
 // b.lock, and sweeps a.lock with the fixer it returns (earlierSweep), so
 // that its kernel evidence is gathered before b.lock is swept.
 func secondAfterAnEarlierSweep(t *testing.T) (reg, second string, judged verdict.Result, f *fix.Fixer) {
@@ -436,7 +437,7 @@ func secondAfterAnEarlierSweep(t *testing.T) (reg, second string, judged verdict
 	reg = tempDir(t)
 	first, second := filepath.Join(reg, "a.lock"), filepath.Join(reg, "b.lock")
 	testutil.Mkdir(t, first)
-	testutil.WriteFile(t, second, nil)
+	testutil.WriteFile(t, second, []byte("0\n"))
 	age(t, first)
 	age(t, second)
 	judged = judgeEv(t, reg, second, verdict.Ownerless)
@@ -557,14 +558,14 @@ func TestLegacyReplacedBeforeTheClaim(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		testutil.WriteFile(t, p, nil)
+		testutil.WriteFile(t, p, []byte("0\n"))
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		var ino uint64
-		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { ino = replaceFile(t, p, nil) })
+		f.Hook = at(t, fix.BeforeClaim, func(*scan.Lock) { ino = replaceFile(t, p, []byte("0\n")) })
 		o := f.Fix(res)
 		wantOutcome(t, p, o, fix.Kept, "the record was replaced since it was judged")
-		wantFile(t, p, nil, ino)
+		wantFile(t, p, []byte("0\n"), ino)
 		noDebris(t, reg)
 	})
 	t.Run("dir-taken-by-a-flock", func(t *testing.T) {
@@ -602,7 +603,7 @@ func TestLegacyChangedBeforeOpen(t *testing.T) {
 		f := legacyFixer(t)
 		reg := tempDir(t)
 		p := filepath.Join(reg, "x.lock")
-		testutil.WriteFile(t, p, nil)
+		testutil.WriteFile(t, p, []byte("0\n"))
 		age(t, p)
 		res := judgeEv(t, reg, p, verdict.Ownerless)
 		var before map[string]testutil.Entry

@@ -9,12 +9,31 @@ import (
 // What to remove, in order, for a lock whose verdict calls for it.
 
 // ownerlessRemedy proposes removing an owner-less lock, with the caveat,
-// only where the lock holds nothing but what lockctl can account for.
+// only where the lock holds nothing but what lockctl can account for: a
+// lock file that says it was written without an owner ("0"), or an empty
+// lock directory, the seed's legacy case. Bytes lockctl cannot parse may
+// be another program's live lock or its data (issue 42), and an empty
+// file may be a kernel-lock file some process is about to lock, where a
+// removal lets a second process in beside the first (EmptyFileReadings
+// says both readings): neither gets a remedy.
 func (r *Result) ownerlessRemedy() {
 	l := r.Lock
 	if len(l.Others) > 0 {
 		r.Notes = append(r.Notes, "the directory holds entries lockctl does not recognise; inspect it by hand")
 		return
+	}
+	// A known producer's advice stands (git's: remove the file), and a lock
+	// directory keeps its last-resort rmdir.
+	if l.Producer == "" && l.Kind == scan.KindFile {
+		for _, h := range l.Holders {
+			if h.Err != nil {
+				r.Notes = append(r.Notes, "its bytes are not a record lockctl reads, so they may be another program's lock or data: inspect it by hand")
+				return
+			}
+		}
+		if l.Kind == scan.KindFile && l.Format != scan.FormatNoPid {
+			return // an empty file: EmptyFileReadings says both readings
+		}
 	}
 	r.Remove = removeLock(l)
 	r.Caveat = OwnerlessCaveat
