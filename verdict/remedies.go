@@ -24,16 +24,11 @@ func (r *Result) ownerlessRemedy() {
 	}
 	// A known producer's advice stands (git's: remove the file), and a lock
 	// directory keeps its last-resort rmdir.
-	if l.Producer == "" && l.Kind == scan.KindFile {
-		for _, h := range l.Holders {
-			if h.Err != nil {
-				r.Notes = append(r.Notes, "its bytes are not a record lockctl reads, so they may be another program's lock or data: inspect it by hand")
-				return
-			}
+	if l.Producer == "" && l.Kind == scan.KindFile && l.Format != scan.FormatNoPid {
+		if l.Format != scan.FormatEmpty { // an empty file: EmptyFileReadings says both readings
+			r.Notes = append(r.Notes, "its bytes are not a record lockctl reads, so they may be another program's lock or data: inspect it by hand")
 		}
-		if l.Kind == scan.KindFile && l.Format != scan.FormatNoPid {
-			return // an empty file: EmptyFileReadings says both readings
-		}
+		return
 	}
 	r.Remove = removeLock(l)
 	r.Caveat = OwnerlessCaveat
