@@ -53,6 +53,9 @@ func (j *Judge) kernelHolders(r Result) Result {
 		return r
 	}
 	r.Kernel = found
+	if d, ok := j.Evidence.(LockDetail); ok {
+		r.Waiters = d.Waiters(j.tableCover(l.Dir, lockFileName(l), l.Info).Dev, l.Info.Ino)
+	}
 	h := found[0]
 	how := h.How + " held"
 	if h.How == "open" {

@@ -76,8 +76,18 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 	if len(locks[key]) > 0 && len(hs) == 0 {
 		how, mode = locks[key][0].how, locks[key][0].mode
 	}
+	// A process blocked in flock or F_SETLKW on the file has it open, but
+	// waits for the lock: it is a waiter (Waiters), not a holder, as
+	// lslocks shows it. While anyone waits, someone holds the lock, and
+	// the table lists that lock.
+	waits := map[int]bool{}
+	for _, w := range t.waiting[key] {
+		if w.pid > 0 {
+			waits[w.pid] = true
+		}
+	}
 	for _, pid := range look.open[key] {
-		if !seen[pid] {
+		if !seen[pid] && !waits[pid] {
 			seen[pid] = true
 			hs = append(hs, verdict.KernelHolder{Pid: pid, Comm: comm(pid), How: how, Mode: mode})
 		}

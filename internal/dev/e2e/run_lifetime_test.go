@@ -156,3 +156,44 @@ func waitingOn(ino uint64) bool {
 	}
 	return false
 }
+
+// TestFlockWaiterIsAWaiter: a flock(1) blocked on a lock file has it open,
+// but waits: doctor lists it under waiters, as lslocks shows it blocked,
+// and never as a holder (issue 31, item 4).
+func TestFlockWaiterIsAWaiter(t *testing.T) {
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("flock (util-linux) is not installed")
+	}
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	if err := os.WriteFile(l, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	holder := r.start(nil, flock, "--no-fork", l, "sleep", "600")
+	t.Cleanup(holder.kill)
+	testutil.WaitFor(t, 30*time.Second, "flock(1) to take "+l, func() bool { return r.doctor(dir)["x.lock"].Verdict == "live" })
+	waiter := r.start(nil, flock, l, "true")
+	t.Cleanup(waiter.kill)
+	testutil.WaitFor(t, 30*time.Second, "the second flock(1) to wait in /proc/locks", func() bool { return waitingOn(ino) })
+	got := r.doctor(dir)["x.lock"]
+	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(holder.pid) {
+		t.Fatalf("doctor on a flocked file: %s (%s), want live, held by pid %d", got.Verdict, got.Reason, holder.pid)
+	}
+	waits := false
+	for _, w := range got.Waiters {
+		waits = waits || w.Pid == waiter.pid
+	}
+	if !waits {
+		t.Errorf("doctor's waiters are %+v, want pid %d (flock), which waits", got.Waiters, waiter.pid)
+	}
+	if strings.Contains(got.Reason+strings.Join(got.Notes, "\n"), "pid "+strconv.Itoa(waiter.pid)+" ") {
+		t.Errorf("doctor names the waiter pid %d as a holder: %s %q", waiter.pid, got.Reason, got.Notes)
+	}
+}
