@@ -524,12 +524,19 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		line("fix", cmd+"   (claims, checks and judges again; the commands below are the last resort)")
 	}
 	if !fixed || (o.Action != fix.Removed && o.Action != fix.Restored) {
-		for i, c := range Commands(removal(res)) {
-			label := ""
-			if i == 0 {
-				label = "remove"
+		// The lock's own remedy, then, apart, what others left beside it
+		// (abandoned builds): a live lock has leftovers but no remedy.
+		for _, part := range []struct {
+			label string
+			steps []verdict.Step
+		}{{"remove", res.Remove}, {"debris", res.Debris}} {
+			for i, c := range Commands(part.steps) {
+				label := ""
+				if i == 0 {
+					label = part.label
+				}
+				line(label, c)
 			}
-			line(label, c)
 		}
 	}
 	if res.Caveat != "" && (!fixed || o.Action != fix.Removed) {

@@ -142,3 +142,19 @@ func TestSortOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDebrisUnderItsOwnLabel: what others left beside a lock (abandoned
+// builds) is listed apart from the lock's own remedy: a live lock's
+// leftovers never appear as a "remove" of it (issue 31, item 13).
+func TestDebrisUnderItsOwnLabel(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)
+	live := verdict.Result{Lock: &scan.Lock{Path: "/r/x.lock", Kind: scan.KindDir, Format: scan.FormatLockctl}, Verdict: verdict.Live,
+		Reason: "pid 42 is running", Modified: now, Debris: []verdict.Step{{Op: verdict.OpRmdir, Path: "/r/x.lock.new.t.9"}}}
+	var b bytes.Buffer
+	if err := WriteText(&b, &Report{Now: now, Results: []*verdict.Result{&live}}, NewStyles(&b)); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "  remove ") || !strings.Contains(out, "\n  debris  rmdir -- /r/x.lock.new.t.9\n") {
+		t.Errorf("a live lock with an abandoned build beside it reads:\n%s", out)
+	}
+}
