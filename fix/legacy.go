@@ -23,7 +23,7 @@ func (f *Fixer) sweepLegacy(res verdict.Result) Outcome {
 	case l.FS.Remote:
 		return kept("owner-less, on a network file system (%s), where neither age nor this host's processes prove anything", l.FS.Name)
 	case res.Seen == verdict.SeenPartial:
-		return kept("owner-less, but not every process's open files could be seen, so a holder may be hiding (run as root with CAP_SYS_PTRACE)")
+		return kept("owner-less, but not every process's open files could be seen, so a holder may be hiding (%s)", f.Judge.Host.LookHint())
 	case res.Seen != verdict.SeenComplete:
 		return kept("owner-less, and the kernel was not asked who holds it")
 	case age <= f.LegacyOlderThan:

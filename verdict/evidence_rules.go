@@ -48,7 +48,7 @@ func (j *Judge) kernelHolders(r Result) Result {
 		r.Seen = SeenComplete
 		if !complete {
 			r.Seen = SeenPartial
-			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read (run as root with CAP_SYS_PTRACE to be sure)")
+			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read ("+j.Host.LookHint()+")")
 		}
 		return r
 	}

@@ -135,7 +135,7 @@ func (j *Judge) scopeOf(h *scan.Holder, info fsx.Stat, fs fsx.FS) (judged, bool)
 				case used:
 					return out(Foreign, "its scope is that of a pid namespace of this boot, though the record is dated %s, before this host booted (a clock set late?): judge it inside that namespace", stamp(info.Mtime))
 				case !complete:
-					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (run as root with CAP_SYS_PTRACE): judge it where it was written (host %s)", stamp(info.Mtime), h.Host)
+					return out(Foreign, "its scope is not this machine's, boot's and pid namespace's, and the record is dated %s, before this host booted, but not every pid namespace of this boot could be seen to rule it out (%s): judge it where it was written (host %s)", stamp(info.Mtime), j.Host.LookHint(), h.Host)
 				}
 				jd = proved(jd, fmt.Sprintf("its scope is not this boot's, and the record was written at %s, before this host booted at %s: its holder ended with an earlier boot", stamp(info.Mtime), stamp(j.Host.BootTime)),
 					Fact{OtherBoot, "the record's date, before this boot's btime less BootMargin (this host's name, a local disk)", ""},

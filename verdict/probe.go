@@ -125,7 +125,12 @@ type Host struct {
 	// InitialPidNS says this reader is in the machine's initial pid
 	// namespace (on macOS, which has no pid namespaces, always).
 	InitialPidNS bool
-	MachineID    string
+	// Ptrace says this reader is root with CAP_SYS_PTRACE in effect: a
+	// process whose open files it still cannot read hides them even from
+	// root (a sandbox's pid 1, a security module), and telling it to run
+	// as root would send it nowhere (LookHint).
+	Ptrace    bool
+	MachineID string
 	// Scope is the generation B scope digest of this machine, boot and pid
 	// namespace, or "" with ScopeErr saying why it cannot be computed.
 	Scope    string
@@ -147,6 +152,16 @@ type Host struct {
 	Clock       func() (time.Duration, error)
 	ClockOffset time.Duration
 	ClockErr    error
+}
+
+// LookHint says, for a look at every process that missed some, what would
+// complete it from this reader: running as root with CAP_SYS_PTRACE, or,
+// for a reader that already does, nothing here.
+func (h Host) LookHint() string {
+	if h.Ptrace {
+		return "some processes hide them even from root with CAP_SYS_PTRACE, as a sandbox's pid 1 or a security module does, so it cannot be completed from here"
+	}
+	return "run as root with CAP_SYS_PTRACE to be sure"
 }
 
 // Started converts a process start time (Proc.Start) to wall-clock time.

@@ -328,6 +328,7 @@ func LocalHost() verdict.Host {
 	// /proc/self always names this process, whichever pid namespace the
 	// /proc mounted here is of, so the link read is its own.
 	h.InitialPidNS = h.PidNS == initialPidNS
+	h.Ptrace = os.Geteuid() == 0 && hasCap(capSysPtrace)
 	h.MachineID = firstLine("/etc/machine-id")
 	switch {
 	case h.MachineID == "":

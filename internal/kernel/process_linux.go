@@ -76,3 +76,23 @@ func EndlessPid(pid int) bool {
 	ns, err := os.Readlink("/proc/self/ns/pid")
 	return err != nil || ns == initialPidNS
 }
+
+// capSysPtrace is CAP_SYS_PTRACE's bit in a capability set.
+const capSysPtrace = 19
+
+// hasCap reports whether this process has capability bit in its effective
+// set, by the CapEff line of /proc/self/status; false where it cannot be
+// read.
+func hasCap(bit uint) bool {
+	b, err := readFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && n&(1<<bit) != 0
+		}
+	}
+	return false
+}
