@@ -284,7 +284,13 @@ func (r *lcReaper) tryStart(env []string, args ...string) (*lcProc, error) {
 	p.stdout, p.stderr = f.Name(), g.Name()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p.p, err = os.StartProcess(args[0], args, &os.ProcAttr{Env: lcEnv(env), Files: []*os.File{null, f, g}})
+	// Tied: killed when the test binary dies, however it ends (issue 40).
+	attr := &os.ProcAttr{Env: lcEnv(env), Files: []*os.File{null, f, g}, Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+	err = testutil.OnTiedThread(func() error {
+		var err error
+		p.p, err = os.StartProcess(args[0], args, attr)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ var forker struct {
 }
 
 type forkReq struct {
-	cmd *exec.Cmd
-	err chan error
+	start func() error
+	err   chan error
 }
 
 // StartTied starts cmd (cmd.Start) so that the kernel SIGKILLs it when this
@@ -32,20 +32,29 @@ type forkReq struct {
 // as `unshare --pid --fork --kill-child` does (its namespace's init is
 // killed with it, and with the init every process in the namespace).
 func StartTied(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	return OnTiedThread(cmd.Start)
+}
+
+// OnTiedThread runs start on the thread StartTied forks from, and returns
+// its error: a process start makes there with its parent-death signal set
+// (SysProcAttr.Pdeathsig) is killed when this process dies, and only then.
+// It is for callers that start processes without exec.Cmd
+// (os.StartProcess).
+func OnTiedThread(start func() error) error {
 	forker.once.Do(func() {
 		forker.reqs = make(chan forkReq)
 		go func() {
 			runtime.LockOSThread() // never unlocked: see forker
 			for r := range forker.reqs {
-				r.err <- r.cmd.Start()
+				r.err <- r.start()
 			}
 		}()
 	})
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	r := forkReq{cmd: cmd, err: make(chan error, 1)}
+	r := forkReq{start: start, err: make(chan error, 1)}
 	forker.reqs <- r
 	return <-r.err
 }
