@@ -185,7 +185,7 @@ func (j *Judge) judge(l *scan.Lock) Result {
 	case l.Kind == scan.KindSymlink && l.Producer == "":
 		return r.set(judged{v: Unknown, reason: "the lock is a symbolic link, and lockctl never follows one"})
 	case l.Kind == scan.KindOther:
-		return r.set(judged{v: Unknown, reason: fmt.Sprintf("the lock is a %s, not a file or directory lockctl can read", modeWord(l.Info.Mode))})
+		return r.set(judged{v: Unknown, reason: fmt.Sprintf("the lock is a %s, not a file or directory lockctl can read", ModeWord(l.Info.Mode))})
 	case l.Kind == scan.KindMissing:
 		return j.claimed(r)
 	case l.KernelLock != "" && l.Kind == scan.KindFile:
@@ -243,7 +243,9 @@ func (r Result) set(jd judged) Result {
 	return r
 }
 
-func modeWord(m fs.FileMode) string {
+// ModeWord names the type of a special file (a FIFO, socket or device),
+// for a message about what stands where a lock was looked for.
+func ModeWord(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "named pipe"

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
 	"github.com/urfave/cli/v2"
 )
 
@@ -84,7 +84,7 @@ func notALock(c *cli.Context, path string) error {
 	var what string
 	switch {
 	case l.Kind == scan.KindOther:
-		what = "a " + fileType(l.Info.Mode)
+		what = "a " + verdict.ModeWord(l.Info.Mode)
 	case l.Kind == scan.KindSymlink && l.Producer == "":
 		what = "a symbolic link, which lockctl never follows"
 	case l.Kind == scan.KindFile && l.Producer == "" && l.Format == scan.FormatUnrecognized:
@@ -95,19 +95,6 @@ func notALock(c *cli.Context, path string) error {
 	return &exitCode{code: ExitError,
 		err:  fmt.Errorf("%s: %s is %s: it is not a lock, so nothing would ever free it, and lockctl will neither wait on it nor remove it", c.Command.Name, report.ShellQuote(abs), what),
 		hint: "name a path of its own for the lock (a new name in the same directory, such as the file's name with .lock added)"}
-}
-
-// fileType names a special file's type.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 func lockPathArg(c *cli.Context, want int) (string, error) {
