@@ -276,7 +276,7 @@ func runAction(c *cli.Context) error {
 		var ec *exitCode
 		switch s := rs.got(); {
 		case s != nil:
-			return &exitCode{code: 128 + signalNumber(s)}
+			return signalledWait(s, path)
 		case errors.As(err, &ec):
 			return err
 		}
@@ -304,7 +304,7 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	k, err := lock.AcquireKernel(rs.ctx, path, lock.Options{Kernel: judges.Kernel{}, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
 	if err != nil {
 		if s := rs.got(); s != nil {
-			return &exitCode{code: 128 + signalNumber(s)}
+			return signalledWait(s, path)
 		}
 		return acquireError(path, err)
 	}

@@ -232,7 +232,12 @@ func waitInterrupted(ctx context.Context, path string) error {
 	if !errors.As(context.Cause(ctx), &in) {
 		return nil
 	}
-	return &exitCode{code: 128 + signalNumber(in.sig), err: fmt.Errorf("%s while waiting for %s; nothing was left behind", in.Error(), path)}
+	return signalledWait(in.sig, path)
+}
+
+// signalledWait is the error of a wait on path that signal s ended.
+func signalledWait(s os.Signal, path string) error {
+	return &exitCode{code: 128 + signalNumber(s), err: fmt.Errorf("interrupted by %s while waiting for %s; nothing was left behind", signalName(s), path)}
 }
 
 // runArgs reads run's LOCK -- CMD [ARGS...], or with --root, -- CMD

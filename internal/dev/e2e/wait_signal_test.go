@@ -14,7 +14,7 @@ import (
 	"github.com/lockctl/lockctl/internal/dev/testutil"
 )
 
-// TestWaitEndedBySignal: a signal during acquire's or reserve's wait ends
+// TestWaitEndedBySignal: a signal during acquire's, reserve's or run's wait ends
 // it with 128+N, saying what happened ("interrupted by SIGTERM"), never
 // "timed out", and leaves nothing beside the lock: SIGHUP used to kill it
 // outright and leave its build (issue 31, item 9).
@@ -26,7 +26,7 @@ func TestWaitEndedBySignal(t *testing.T) {
 	r.mustLockctl(cli.ExitOK, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
 	before := testutil.Snapshot(t, dir)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
-		for _, cmd := range [][]string{{"acquire", l}, {"reserve", "--grace", "30s", l}} {
+		for _, cmd := range [][]string{{"acquire", l}, {"reserve", "--grace", "30s", l}, {"run", l, "--", "true"}} {
 			p := r.start(nil, append([]string{lcBinary(t)}, cmd...)...)
 			if !p.awaitStderr("waiting for", 30*time.Second) {
 				t.Fatalf("%s did not say it waits: %s", cmd[0], p.errText())
