@@ -192,9 +192,13 @@ func TestLegacyFixAloneNeverSweeps(t *testing.T) {
 	f := fix.New(judges.Sweep(localHost()))
 	for _, l := range locks {
 		p := filepath.Join(reg, l.name)
-		res := judgeEv(t, reg, p, verdict.Ownerless)
+		v := verdict.Ownerless
+		if l.name == emptyFileLock.name {
+			v = verdict.Idle // nobody holds it or has it open
+		}
+		res := judgeEv(t, reg, p, v)
 		o := f.Fix(res)
-		wantOutcome(t, p, o, fix.Skipped, "this one is ownerless")
+		wantOutcome(t, p, o, fix.Skipped, "this one is "+string(v))
 	}
 	testutil.SameTree(t, reg, before)
 }
@@ -213,10 +217,11 @@ func TestLegacySweep(t *testing.T) {
 	}{
 		{name: "old-empty-dir", lock: emptyDirLock, want: fix.Removed, reason: "an empty lock directory, unchanged for longer than --legacy-older-than"},
 		{name: "young-empty-dir", lock: emptyDirLock, young: true, want: fix.Skipped, reason: "within --legacy-older-than 1h0m0s"},
-		// An empty file may be a kernel-lock file a process is about to
-		// lock: age never removes it (issue 42).
-		{name: "old-empty-file", lock: emptyFileLock, want: fix.Kept, reason: "an empty file may be a kernel-lock file"},
-		{name: "young-empty-file", lock: emptyFileLock, young: true, want: fix.Skipped, reason: "within --legacy-older-than"},
+		// An empty file that nobody holds or has open is idle: it may be
+		// a kernel-lock file a process is about to lock, and age never
+		// removes it (issue 42).
+		{name: "old-empty-file", lock: emptyFileLock, want: fix.Skipped, reason: "this one is idle"},
+		{name: "young-empty-file", lock: emptyFileLock, young: true, want: fix.Skipped, reason: "this one is idle"},
 		{name: "old-zero-file", lock: zeroFileLock, want: fix.Removed, reason: "owner-less and unchanged"},
 		{name: "old-zero-newline-file", lock: legacyLock{"zero.lock", func(t *testing.T, p string) { testutil.WriteFile(t, p, []byte("0\n")) }}, want: fix.Removed},
 		// Bytes no format lockctl reads claim are never nothing, however
@@ -266,7 +271,11 @@ func TestLegacySweep(t *testing.T) {
 				}
 			}
 			before := testutil.Snapshot(t, reg)
-			res := judgeEv(t, reg, p, verdict.Ownerless)
+			v := verdict.Ownerless
+			if tc.lock.name == emptyFileLock.name {
+				v = verdict.Idle // nobody holds it or has it open
+			}
+			res := judgeEv(t, reg, p, v)
 			o := sweptLegacy(t, reg, res, nil)
 			wantOutcome(t, p, o, tc.want, tc.reason)
 			if tc.want != fix.Removed {

@@ -350,7 +350,7 @@ func waitError(path string, res verdict.Result, err error) error {
 			e.Holder = *res.Holder
 		}
 		return e
-	case verdict.Ownerless:
+	case verdict.Ownerless, verdict.Idle:
 		l := res.Lock
 		empty := l != nil && l.Kind == scan.KindFile && l.Format == scan.FormatEmpty
 		return &OwnerlessError{Path: path, Reason: res.Reason, Remove: res.Remove, EmptyFile: empty, Err: err}

@@ -220,7 +220,7 @@ func TestPrometheusEmpty(t *testing.T) {
 	for _, s := range fams["lockctl_locks"] {
 		got = append(got, fmt.Sprintf("%s=%v", s.labels["verdict"], s.value))
 	}
-	want := "gone=0 claimed=0 recycled=0 ownerless=0 unknown=0 foreign=0 live=0 free=0"
+	want := "gone=0 claimed=0 recycled=0 ownerless=0 unknown=0 foreign=0 live=0 idle=0 free=0"
 	if strings.Join(got, " ") != want {
 		t.Errorf("lockctl_locks = %s, want %s", strings.Join(got, " "), want)
 	}

@@ -365,7 +365,7 @@ func NewStyles(w io.Writer) Styles {
 	re := lipgloss.NewRenderer(w)
 	colour := map[verdict.Verdict]string{
 		verdict.Gone: "1", verdict.Claimed: "5", verdict.Recycled: "3", verdict.Ownerless: "3",
-		verdict.Unknown: "3", verdict.Foreign: "4", verdict.Live: "2", verdict.Free: "2",
+		verdict.Unknown: "3", verdict.Foreign: "4", verdict.Live: "2", verdict.Free: "2", verdict.Idle: "2",
 	}
 	s := Styles{verdict: map[verdict.Verdict]lipgloss.Style{}, path: re.NewStyle().Bold(true), label: re.NewStyle().Faint(true)}
 	for v, c := range colour {

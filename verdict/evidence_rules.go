@@ -42,13 +42,19 @@ func (j *Judge) kernelHolders(r Result) Result {
 		complete = complete && c
 	}
 	if len(found) == 0 {
-		if l.Kind == scan.KindFile && l.Format == scan.FormatEmpty {
-			r.Notes = append(r.Notes, EmptyFileReadings)
-		}
+		emptyFile := l.Kind == scan.KindFile && l.Format == scan.FormatEmpty && l.Producer == ""
 		r.Seen = SeenComplete
-		if !complete {
+		switch {
+		case !complete:
 			r.Seen = SeenPartial
+			if emptyFile {
+				r.Notes = append(r.Notes, EmptyFileReadings)
+			}
 			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read ("+j.Host.LookHint()+")")
+		case emptyFile:
+			// Nobody holds it or has it open, and nothing says whose it
+			// is: not a fault, and not free either (IdleReason).
+			r.Verdict, r.Reason, r.Remove, r.Caveat = Idle, IdleReason, nil, ""
 		}
 		return r
 	}

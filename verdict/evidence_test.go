@@ -261,8 +261,8 @@ func TestJudgeKernelHolders(t *testing.T) {
 			name:   "nobody-holds-it",
 			lock:   emptyFile(),
 			ev:     nobodyHolds(),
-			want:   Ownerless,
-			reason: "the lock file is empty",
+			want:   Idle,
+			reason: "no process holds a lock on or has open",
 			seen:   SeenComplete,
 		},
 		{
@@ -714,7 +714,7 @@ func TestJudgeKernelLockFile(t *testing.T) {
 		// A child pid namespace's /proc/locks lists only its own locks.
 		{name: "dpkg-partial-table", lock: dpkg(), ev: &fakeEvidence{complete: true}, want: Unknown, reason: "judge it from the host"},
 		{name: "dpkg-no-table", lock: dpkg(), want: Unknown, reason: "the kernel's lock table was not read"},
-		{name: "unknown-kind-stays-ownerless", lock: onDisk(pidFile(scan.FormatEmpty, "", nil, nil)), ev: whole(nobodyHolds()), want: Ownerless, seen: SeenComplete},
+		{name: "unknown-kind-is-idle", lock: onDisk(pidFile(scan.FormatEmpty, "", nil, nil)), ev: whole(nobodyHolds()), want: Idle, seen: SeenComplete, reason: "its bytes cannot tell which"},
 	})
 	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t}, Evidence: held}
 	got := j.Judge(dpkg())

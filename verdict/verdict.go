@@ -34,10 +34,16 @@ const (
 	// Free is a kernel-lock file that no process holds a lock on: nothing
 	// waits on it, and nothing is to be removed.
 	Free Verdict = "free"
+	// Idle is an empty lock file whose producer is unknown, that no
+	// process holds a kernel lock on or has open, by a complete look: a
+	// flock(1) file nobody holds now, or an existence lock whose owner
+	// wrote nothing. Its bytes cannot say which, so nothing is proposed,
+	// nothing removes it, and it is outside the default fail set.
+	Idle Verdict = "idle"
 )
 
 // All lists every verdict, most urgent first: the order reports use.
-var All = []Verdict{Gone, Claimed, Recycled, Ownerless, Unknown, Foreign, Live, Free}
+var All = []Verdict{Gone, Claimed, Recycled, Ownerless, Unknown, Foreign, Live, Idle, Free}
 
 // Parse returns the verdict named s.
 func Parse(s string) (Verdict, bool) {
@@ -51,7 +57,7 @@ func Parse(s string) (Verdict, bool) {
 
 // heldness orders verdicts from "certainly free" to "certainly held". When
 // several records speak for one lock, the most held one wins.
-var heldness = map[Verdict]int{Free: -1, Gone: 0, Ownerless: 1, Claimed: 2, Recycled: 3, Foreign: 4, Unknown: 5, Live: 6}
+var heldness = map[Verdict]int{Free: -1, Gone: 0, Idle: 1, Ownerless: 1, Claimed: 2, Recycled: 3, Foreign: 4, Unknown: 5, Live: 6}
 
 // Op is one kind of removal step.
 type Op string
@@ -143,6 +149,10 @@ const RecycleMargin = 2 * time.Second
 // no process holds: the two programs that leave one behind mean opposite
 // things by it.
 const EmptyFileReadings = "an empty file can be a kernel lock (flock(1) leaves one behind, and then it is free: 'lockctl run --kind flock' takes it) or an existence lock whose live holder keeps no file open (then removing it breaks that lock); its bytes cannot tell which"
+
+// IdleReason is the reason of every idle verdict: both readings, and why
+// neither is chosen.
+const IdleReason = "an empty file of no known producer that no process holds a lock on or has open: either a kernel lock nobody holds now (flock(1) leaves one behind; 'lockctl run --kind flock' takes it) or an existence lock whose owner wrote nothing, which removing would break; its bytes cannot tell which, so lockctl proposes nothing"
 
 // OwnerlessCaveat goes with every remedy for an owner-less lock.
 const OwnerlessCaveat = "a lock taken a moment ago looks the same: remove it only when the program that uses it is known not to be running"

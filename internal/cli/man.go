@@ -185,7 +185,9 @@ every lock one verdict:
 .BR claimed ,
 .B unknown
 or, for a kernel\-lock file nobody holds,
-.BR free .
+.BR free ,
+and for an empty file of no known producer that nobody holds or has open,
+.BR idle .
 Age is shown, never judged.
 .SH COMMANDS
 `)

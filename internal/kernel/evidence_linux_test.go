@@ -604,7 +604,7 @@ func TestJudgeWithKernelEvidence(t *testing.T) {
 		{"zero.lock", verdict.Live, fmt.Sprintf("no owner record (the lock file says 0: it was written without an owner's pid); held open by pid %d (%s)", op.Pid, evComm), verdict.SeenNothing},
 		{"dir.lock", verdict.Live, fmt.Sprintf("no owner record (the lock directory is empty and there is no holder file beside it); flock held by pid %d (%s)", dl.Pid, evComm), verdict.SeenNothing},
 		{"posix.lock", verdict.Live, fmt.Sprintf("no owner record (the lock file is empty: no owner was recorded); POSIX lock held by pid %d (%s)", px.Pid, evComm), verdict.SeenNothing},
-		{"free.lock", verdict.Ownerless, "the lock file is empty: no owner was recorded", verdict.SeenComplete},
+		{"free.lock", verdict.Idle, verdict.IdleReason, verdict.SeenComplete},
 		{"freedir.lock", verdict.Ownerless, "the lock directory is empty and there is no holder file beside it", verdict.SeenComplete},
 	} {
 		r := judgeAt(tc.name)
