@@ -33,7 +33,7 @@ func TestRunLeavesLockToChildHoldingFd3(t *testing.T) {
 	dir := t.TempDir()
 	l := filepath.Join(dir, "x.lock")
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	res := r.mustLockctl(cli.ExitOK, "run", l, "--", "/bin/sh", "-c", "sleep 600 </dev/null >/dev/null 2>&1 & echo $! >"+pidFile+"; exit 0")
+	res := r.mustLockctl(cli.ExitOK, "run", l, "--", "/bin/sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & echo $! >"+pidFile+"; exit 0")
 	if !strings.Contains(res.stderr, "left "+l+" in place") {
 		t.Errorf("run's stderr does not say it left the lock to the child:\n%s", res.stderr)
 	}
@@ -99,7 +99,12 @@ func flockWaiterOnRunLock(t *testing.T, stop bool) {
 	l := filepath.Join(dir, "x.lock")
 	gates := t.TempDir()
 	gate1, gate2, in := filepath.Join(gates, "go1"), filepath.Join(gates, "go2"), filepath.Join(gates, "in")
-	wait := func(f string) string { return "while [ ! -e " + f + " ]; do sleep 0.02; done" }
+	// Bounded (60 s), so that a test binary killed mid-way leaves no
+	// loop running: the shells are CMD's and flock(1)'s children, not
+	// tied to this process.
+	wait := func(f string) string {
+		return "i=0; while [ ! -e " + f + " ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done"
+	}
 	run := r.start(nil, lcBinary(t), "run", l, "--", "/bin/sh", "-c", wait(gate1))
 	testutil.WaitFor(t, 30*time.Second, "run to hold "+l, func() bool { return lcExists(filepath.Join(l, "holder")) })
 	st, err := os.Stat(l)
