@@ -339,6 +339,9 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	f.hook(BeforeCheck, l)
 	if why := changed(l, judged, from, judged.Info); why != "" {
 		o := skipped("%s; nothing was touched: run lockctl doctor again", why)
+		if _, err := claim.at.Lstat(l.Name); errors.Is(err, fs.ErrNotExist) {
+			o = alreadyGone() // another sweeper removed it: nothing to attend to
+		}
 		return scan.Record{}, &o
 	}
 	// 1. Claim. Before this rename, the lock may change hands at any time;
