@@ -342,7 +342,11 @@ func killOwnLockctl() bool {
 				break
 			}
 		}
-		if ours && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == "lockctl" && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+		// A child of lockctl still reads "lockctl" between its fork and
+		// its exec (run's CMD on its way to the gate): it is not a
+		// lockctl process, and killing it tests nothing but that race.
+		lockctlChild := strings.TrimSpace(lcReadOr("/proc/"+parentOf(p)+"/comm")) == "lockctl"
+		if ours && !lockctlChild && strings.TrimSpace(lcReadOr("/proc/"+p+"/comm")) == "lockctl" && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
 			unix.Close(fd)
 			return true
 		}
