@@ -102,6 +102,11 @@ var formats = []*FormatSpec{
 	&formatProperLockfile,
 	&formatDpkg,
 	&formatApt,
+	&formatGoMod,
+	&formatCargo,
+	&formatRustc,
+	&formatJavaLogging,
+	&formatExim,
 }
 
 // Formats returns the registered formats, in precedence order (a copy:

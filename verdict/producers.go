@@ -48,6 +48,11 @@ var producerRules = map[string]producerRule{
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
+	"go":                        {room: "scan/format_gomod.go"},
+	"cargo":                     {room: "scan/format_cargo.go"},
+	"rustc":                     {room: "scan/format_rustc.go"},
+	"java.util.logging":         {room: "scan/format_java.go"},
+	"exim":                      {room: "scan/format_exim.go"},
 }
 
 // producerLock applies l's producer's rule that judges the whole lock.
