@@ -13,6 +13,7 @@ var formatApt = FormatSpec{
 	Remedy:     "never removed (apt: removing it \"may break your system\"): live while the kernel shows the lock, free when it shows none.",
 	Source:     "apt apt-pkg/contrib/fileutl.cc, GetLock",
 	Verdicts:   []string{"live", "free"},
+	kernelCall: "fcntl",
 	kernelFile: func(_ fsx.Dir, path string) bool {
 		return kernelFileAt(path, "/var/cache/apt/archives/lock", "/var/lib/apt/lists/lock")
 	},

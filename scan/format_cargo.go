@@ -26,6 +26,7 @@ var formatCargo = FormatSpec{
 	Remedy:     "never removed: live while the kernel shows the lock, free when it shows none.",
 	Source:     "rust-lang/cargo src/cargo/util/cache_lock.rs (CACHE_LOCK_NAME, MUTATE_NAME), src/cargo/util/flock.rs, src/cargo/core/compiler/layout.rs (Layout::new)",
 	Verdicts:   []string{"live", "free"},
+	kernelCall: "flock",
 	kernelFile: func(d fsx.Dir, path string) bool {
 		switch filepath.Base(path) {
 		case ".package-cache", ".package-cache-mutate":

@@ -15,6 +15,7 @@ var formatDpkg = FormatSpec{
 	Remedy:     "never removed: live while the kernel shows the lock, free when it shows none.",
 	Source:     "guillemj/dpkg lib/dpkg/lock.c, lib/dpkg/dbmodify.c, doc/frontend.txt",
 	Verdicts:   []string{"live", "free", "unknown"},
+	kernelCall: "fcntl",
 	kernelFile: func(_ fsx.Dir, path string) bool {
 		return kernelFileAt(path, "/var/lib/dpkg/lock", "/var/lib/dpkg/lock-frontend")
 	},

@@ -22,6 +22,7 @@ var formatExim = FormatSpec{
 	Remedy:     "never removed: live while the kernel shows the lock, free when it shows none.",
 	Source:     "Exim/exim src/src/dbfn.c (dbfn_open)",
 	Verdicts:   []string{"live", "free"},
+	kernelCall: "fcntl",
 	kernelFile: func(_ fsx.Dir, path string) bool {
 		dir, name := filepath.Split(path)
 		return filepath.Base(filepath.Clean(dir)) == "db" && strings.HasSuffix(name, ".lockfile") && len(name) > len(".lockfile")

@@ -31,6 +31,7 @@ var formatFirefox = FormatSpec{
 	parseLink: parseFirefox,
 	// A profile's .parentlock, locked with fcntl(F_SETLK) on the whole
 	// file while the profile is in use (nsProfileLock.cpp, LockWithFcntl).
+	kernelCall: "fcntl",
 	kernelFile: func(d fsx.Dir, path string) bool {
 		return filepath.Base(path) == ".parentlock" && isFirefoxProfile(d)
 	},

@@ -27,6 +27,7 @@ var formatGoMod = FormatSpec{
 	Remedy:     "never removed: live while the kernel shows the lock, free when it shows none.",
 	Source:     "golang/go src/cmd/go/internal/lockedfile/mutex.go (MutexAt, Lock); modfetch/cache.go (lockVersion, SideLock); modfetch/codehost/codehost.go (WorkDir)",
 	Verdicts:   []string{"live", "free"},
+	kernelCall: "flock",
 	kernelFile: func(d fsx.Dir, path string) bool { return goModCacheLock(d, path) },
 }
 

@@ -18,14 +18,15 @@ import (
 // empty; the JVM deletes it on a clean close, and a killed one leaves it
 // for the next to lock again.
 var formatJavaLogging = FormatSpec{
-	Name:     "java-logging",
-	Producer: "java.util.logging",
-	Room:     "format_java.go",
-	Names:    []string{"*.lck"},
-	Rule:     "a JVM's FileHandler holds <log>.lck with an fcntl lock while it writes <log>; the empty file's existence means nothing (a killed JVM leaves it, and the next one locks it again).",
-	Remedy:   "never removed: live while the kernel shows the lock, free when it shows none.",
-	Source:   "openjdk/jdk src/java.logging/share/classes/java/util/logging/FileHandler.java (openFiles); FileChannel.tryLock is fcntl(F_SETLK) on Linux",
-	Verdicts: []string{"live", "free"},
+	Name:       "java-logging",
+	Producer:   "java.util.logging",
+	Room:       "format_java.go",
+	Names:      []string{"*.lck"},
+	Rule:       "a JVM's FileHandler holds <log>.lck with an fcntl lock while it writes <log>; the empty file's existence means nothing (a killed JVM leaves it, and the next one locks it again).",
+	Remedy:     "never removed: live while the kernel shows the lock, free when it shows none.",
+	Source:     "openjdk/jdk src/java.logging/share/classes/java/util/logging/FileHandler.java (openFiles); FileChannel.tryLock is fcntl(F_SETLK) on Linux",
+	Verdicts:   []string{"live", "free"},
+	kernelCall: "fcntl",
 	kernelFile: func(d fsx.Dir, path string) bool {
 		log, ok := strings.CutSuffix(filepath.Base(path), ".lck")
 		if !ok || log == "" {

@@ -16,14 +16,15 @@ import (
 // compiler/rustc_incremental/src/persist/fs.rs, lock_file_path and
 // lock_directory; compiler/rustc_data_structures/src/flock/linux.rs).
 var formatRustc = FormatSpec{
-	Name:     "rustc-incremental",
-	Producer: "rustc",
-	Room:     "format_rustc.go",
-	Names:    []string{"*.lock"},
-	Rule:     "rustc holds an incremental session's lock with an fcntl lock while it compiles, and its own garbage collection removes the ones it can lock; the empty file's existence means nothing.",
-	Remedy:   "never removed by lockctl (rustc collects its own): live while the kernel shows the lock, free when it shows none.",
-	Source:   "rust-lang/rust compiler/rustc_incremental/src/persist/fs.rs (lock_file_path, lock_directory); compiler/rustc_data_structures/src/flock/linux.rs",
-	Verdicts: []string{"live", "free"},
+	Name:       "rustc-incremental",
+	Producer:   "rustc",
+	Room:       "format_rustc.go",
+	Names:      []string{"*.lock"},
+	Rule:       "rustc holds an incremental session's lock with an fcntl lock while it compiles, and its own garbage collection removes the ones it can lock; the empty file's existence means nothing.",
+	Remedy:     "never removed by lockctl (rustc collects its own): live while the kernel shows the lock, free when it shows none.",
+	Source:     "rust-lang/rust compiler/rustc_incremental/src/persist/fs.rs (lock_file_path, lock_directory); compiler/rustc_data_structures/src/flock/linux.rs",
+	Verdicts:   []string{"live", "free"},
+	kernelCall: "fcntl",
 	kernelFile: func(_ fsx.Dir, path string) bool {
 		dir, name := filepath.Split(path)
 		session, ok := strings.CutSuffix(name, ".lock")

@@ -71,6 +71,10 @@ type FormatSpec struct {
 	// this producer's kernel-lock file, held only by an fcntl or flock
 	// lock, never by its existence.
 	kernelFile func(d fsx.Dir, path string) bool
+	// kernelCall is how its producer locks that file: "flock" (flock(2))
+	// or "fcntl" (a POSIX record lock), which on Linux do not exclude
+	// each other.
+	kernelCall string
 	// emptyDir says the empty lock directory name in d is this
 	// producer's.
 	emptyDir func(d fsx.Dir, name string) bool
@@ -186,6 +190,20 @@ func KnownKernelLock(d Dir, path string) string {
 	for _, f := range formats {
 		if f.kernelFile != nil && f.kernelFile(d, path) {
 			return f.Producer
+		}
+	}
+	return ""
+}
+
+// KernelCall says how producer locks its kernel-lock file: "flock" or
+// "fcntl"; "" for a producer with none. lockctl's own is "flock".
+func KernelCall(producer string) string {
+	if producer == "lockctl" {
+		return "flock"
+	}
+	for _, f := range formats {
+		if f.Producer == producer && f.kernelFile != nil {
+			return f.kernelCall
 		}
 	}
 	return ""

@@ -60,9 +60,14 @@ func notForKernelLocks(c *cli.Context, path string) error {
 		return err
 	}
 	q := report.ShellQuote(path)
+	hint := fmt.Sprintf("hold it with 'lockctl run --kind flock %s -- CMD', or in a shell with 'exec 9>>%s && flock 9' (released when the shell exits or runs 'exec 9>&-')", q, q)
+	if scan.KernelCall(by) == "fcntl" {
+		// flock(1) would not exclude a producer that locks with fcntl.
+		hint = fmt.Sprintf("hold it with 'lockctl run %s -- CMD', whose lock excludes %s's fcntl lock (flock(1)'s does not)", q, by)
+	}
 	return &exitCode{code: ExitError,
 		err:  fmt.Errorf("%s: %s is a kernel lock (%s): it is held only while a process keeps it open, and lockctl %s exits at once", c.Command.Name, path, by, c.Command.Name),
-		hint: fmt.Sprintf("hold it with 'lockctl run --kind flock %s -- CMD', or in a shell with 'exec 9>>%s && flock 9' (released when the shell exits or runs 'exec 9>&-')", q, q)}
+		hint: hint}
 }
 
 // notALock refuses at once, exit 2, a path acquire, run and reserve would

@@ -47,9 +47,9 @@ func acquireError(path string, err error) error {
 	case errors.As(err, &held):
 		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("pid %d is running: wait for it, or deal with that process (not the lock); 'lockctl doctor %s' shows the details", held.Holder.Pid, q)}
 	case errors.As(err, &ownerless) && ownerless.EmptyFile:
-		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("an empty file is one of two things, and its bytes cannot tell which. A kernel lock (flock(1) leaves one behind) is free while no process holds it: take it with 'lockctl run --kind flock %s -- CMD', which leaves the file in place. An existence lock's live holder may keep no file open: remove it (rm -- %s) only when the program that uses it is known not to be running", q, q)}
+		return &exitCode{code: ExitTimeout, err: err, hint: fmt.Sprintf("an empty file is one of two things, and its bytes cannot tell which. A kernel lock (flock(1) leaves one behind) is free while no process holds it: take it with 'lockctl run --kind flock %s -- CMD', which leaves the file in place. An existence lock's live holder may keep no file open, and removing it lets a second holder in: ask the program that uses it (its own tools or documentation), since lockctl cannot tell", q)}
 	case errors.As(err, &ownerless):
-		how := "remove it by hand"
+		how := "lockctl cannot read its bytes as a record, so it proposes no removal: ask the program that wrote it (its own tools or documentation)"
 		if cmds := report.Commands(ownerless.Remove); len(cmds) > 0 {
 			how = "remove it with: " + strings.Join(cmds, " && ")
 		}
