@@ -66,7 +66,11 @@ adopted: the dispatcher's step when the dispatch provably failed.`,
 			ArgsUsage: "LOCK -- CMD [ARGS...]",
 			Description: `Takes LOCK, runs CMD, releases LOCK when CMD exits, and exits with CMD's
 status (128+N if CMD was killed by signal N). SIGINT, SIGTERM and SIGHUP are
-forwarded to CMD. The lock records both lockctl and CMD: if lockctl is
+forwarded to CMD, once: outside a terminal's foreground (cron, systemd, CI)
+CMD runs in a process group of its own, so that a signal to lockctl's whole
+group reaches it only through lockctl, and dies if lockctl is killed. (With
+systemd, KillMode=mixed signals lockctl alone; control-group signals CMD
+directly as well.) The lock records both lockctl and CMD: if lockctl is
 killed, the lock stays held while CMD runs and reads as gone once neither
 does.
 
@@ -253,7 +257,7 @@ func runAction(c *cli.Context) error {
 		Start: func(lockDir *os.File) (int, error) {
 			s, err := rs.start(func() (*os.Process, error) {
 				var err error
-				child, g, err = startGated(c, cmdArgs, lockDir)
+				child, g, err = startGated(c, cmdArgs, lockDir, rs.fg)
 				if err != nil {
 					return nil, err
 				}
@@ -317,6 +321,7 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	cmd.Args[0] = cmdArgs[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 	cmd.ExtraFiles = []*os.File{k.File()}
+	ownGroup(cmd, rs.fg)
 	s, err := rs.start(func() (*os.Process, error) {
 		if err := cmd.Start(); err != nil {
 			return nil, err

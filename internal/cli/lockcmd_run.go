@@ -129,7 +129,7 @@ func (g gate) close() { g.w.Close() }
 // with lockctl's flock on it, as fd 3, and keeps it as CMD: CMD, and what
 // it forks, hold the kernel lock while they run, as flock(1) passes its
 // lock to its command.
-func startGated(c *cli.Context, cmdArgs []string, lockDir *os.File) (child *exec.Cmd, g gate, err error) {
+func startGated(c *cli.Context, cmdArgs []string, lockDir *os.File, fg bool) (child *exec.Cmd, g gate, err error) {
 	child, err = gateCommand(cmdArgs)
 	if err != nil {
 		return nil, gate{}, &exitCode{code: ExitAttention, err: err}
@@ -142,6 +142,7 @@ func startGated(c *cli.Context, cmdArgs []string, lockDir *os.File) (child *exec
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 	// A nil lockDir (no flock here) leaves fd 3 closed in CMD.
 	child.ExtraFiles = []*os.File{lockDir, r}
+	ownGroup(child, fg)
 	if err := child.Start(); err != nil {
 		w.Close()
 		return nil, gate{}, &exitCode{code: ExitAttention, err: fmt.Errorf("cannot start %s: %w", cmdArgs[0], err)}
@@ -165,8 +166,8 @@ func exitStatus(waitErr error) int {
 	return ExitOK
 }
 
-// forwardSignal says whether run passes signal s on to CMD. CMD is in
-// lockctl's process group, so a Ctrl-C or Ctrl-\ at the terminal whose
+// forwardSignal says whether run passes signal s on to CMD. At a
+// terminal's foreground CMD is in lockctl's process group (ownGroup), so a Ctrl-C or Ctrl-\ at the terminal whose
 // foreground group that is (fg) has already reached CMD: passing it on
 // would deliver it twice, and programs that read a second Ctrl-C as "force
 // quit" abort hard. Every other signal lockctl gets is meant for what it

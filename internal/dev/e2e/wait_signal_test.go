@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,4 +63,75 @@ func TestSlotsWaitSaysItOnce(t *testing.T) {
 	if n := strings.Count(res.stderr, "lockctl: waiting for "); n < 1 || n > 2 {
 		t.Errorf("a 3 s wait on 2 held slots said who holds them %d times, want once (twice while the set fills)\n%s", n, res.stderr)
 	}
+}
+
+// signalCounter is a CMD that appends a line to $1 for each SIGINT it
+// gets, each handled on its own, and writes its process group to $2 once
+// ready; it exits after 20 s or at the first SIGTERM.
+const signalCounter = `import os, signal, sys, time
+def h(s, f):
+    with open(sys.argv[1], "a") as o: o.write("INT\n")
+signal.signal(signal.SIGINT, h)
+signal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))
+with open(sys.argv[2] + ".new", "w") as o: o.write(str(os.getpgrp()))
+os.rename(sys.argv[2] + ".new", sys.argv[2])
+end = time.time() + 20
+while time.time() < end: time.sleep(0.01)
+`
+
+// TestGroupSignalReachesCMDOnce: run started outside a terminal (setsid,
+// as cron, systemd and CI start it) gets a SIGINT sent to its whole
+// process group. CMD gets it once, passed on by lockctl: it used to get it
+// twice, from the group and again from lockctl (issue 31, item 7). A
+// SIGKILL of the group still ends CMD with lockctl.
+func TestGroupSignalReachesCMDOnce(t *testing.T) {
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("setsid (util-linux) is not installed")
+	}
+	python := lcPython(t)
+	r := lcNewReaper(t)
+	dir, files := t.TempDir(), t.TempDir()
+	script := filepath.Join(files, "count.py")
+	testutil.WriteFile(t, script, []byte(signalCounter))
+	for i := 0; i < 3; i++ {
+		got, ready := filepath.Join(files, fmt.Sprint("got", i)), filepath.Join(files, fmt.Sprint("ready", i))
+		p := r.start(nil, setsid, lcBinary(t), "run", filepath.Join(dir, "g.lock"), "--", python, script, got, ready)
+		testutil.WaitFor(t, 30*time.Second, "CMD to be ready", func() bool { return lcExists(ready) || p.done() })
+		if p.done() {
+			t.Fatalf("run ended early: %s", p.errText())
+		}
+		if pg := strings.TrimSpace(lcRead(t, ready)); pg == strconv.Itoa(p.pid) {
+			t.Errorf("CMD is in run's process group %s outside a terminal: a group signal reaches it twice", pg)
+		}
+		_ = syscall.Kill(-p.pid, syscall.SIGINT)
+		testutil.WaitFor(t, 30*time.Second, "CMD to get SIGINT", func() bool { return lcExists(got) })
+		// run passes on a signal as it gets it: once CMD ends on the
+		// SIGTERM sent after it, any second SIGINT has been handled.
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+		p.wait(30 * time.Second)
+		if n := strings.Count(lcRead(t, got), "INT"); n != 1 {
+			t.Errorf("try %d: CMD got SIGINT %d times from one signal to run's process group, want once", i, n)
+		}
+	}
+	// A SIGKILL of the group: lockctl dies, and CMD with it.
+	got, ready := filepath.Join(files, "got-kill"), filepath.Join(files, "ready-kill")
+	p := r.start(nil, setsid, lcBinary(t), "run", filepath.Join(dir, "g.lock"), "--", python, script, got, ready)
+	testutil.WaitFor(t, 30*time.Second, "CMD to be ready", func() bool { return lcExists(ready) || p.done() })
+	kids := lcChildren(p.pid)
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	p.wait(30 * time.Second)
+	for _, k := range kids {
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("CMD %d to die with lockctl", k), func() bool { return !lcAlive(k) })
+	}
+}
+
+// lcAlive says pid is a process that has not exited (a zombie has).
+func lcAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z' && b[i+2] != 'X'
 }
