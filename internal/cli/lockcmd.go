@@ -125,7 +125,9 @@ func acquireAction(c *cli.Context) error {
 	ctx, cancel := waitContext(c)
 	defer cancel()
 	stderr := c.App.ErrWriter
+	unmark := markWait(path)
 	_, err = lock.Acquire(ctx, path, lock.Options{Kernel: judges.Kernel{}, Pid: pid, Command: processName(pid), Root: root, Slots: slots, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	unmark()
 	if err != nil {
 		if ierr := waitInterrupted(ctx, path); ierr != nil {
 			return ierr
@@ -251,6 +253,7 @@ func runAction(c *cli.Context) error {
 	// the gate until the lock is ours.
 	var child *exec.Cmd
 	var g gate
+	unmark := markWait(path)
 	l, err := lock.Acquire(rs.ctx, path, lock.Options{
 		Also: []int{os.Getpid()}, Command: filepath.Base(cmdArgs[0]), Root: root, Slots: slots,
 		Hook: lockHook(stderr), Waiting: waitingNote(c, path), Kernel: judges.Kernel{},
@@ -272,6 +275,7 @@ func runAction(c *cli.Context) error {
 			return child.Process.Pid, nil
 		},
 	})
+	unmark()
 	if err != nil {
 		if child != nil {
 			g.close() // the gate reads end-of-file and exits without running CMD
@@ -305,7 +309,9 @@ func runKernel(c *cli.Context, path string, cmdArgs []string) error {
 	stderr := c.App.ErrWriter
 	rs := newRunSignals(c.Duration("timeout"))
 	defer rs.stop()
+	unmark := markWait(path)
 	k, err := lock.AcquireKernel(rs.ctx, path, lock.Options{Kernel: judges.Kernel{}, Hook: lockHook(stderr), Waiting: waitingNote(c, path)})
+	unmark()
 	if err != nil {
 		if s := rs.got(); s != nil {
 			return signalledWait(s, path)

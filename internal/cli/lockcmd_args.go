@@ -273,3 +273,14 @@ func runArgs(c *cli.Context) (path, root string, cmdArgs []string, err error) {
 	}
 	return path, "", args, nil
 }
+
+// markWait marks this process as waiting on the lock at path until the
+// returned function is called: lockctl why reads the mark
+// (kernel.MarkWait), so that a wait is said by the waiter itself.
+func markWait(path string) (unmark func()) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	return kernel.MarkWait(abs)
+}

@@ -121,7 +121,9 @@ func reserveAction(c *cli.Context) error {
 	if opts.Pid <= 1 {
 		opts = lock.Options{Kernel: judges.Kernel{}, Root: root, Slots: slots, Hook: opts.Hook, Waiting: opts.Waiting}
 	}
+	unmark := markWait(path)
 	r, err := lock.Reserve(ctx, path, grace, opts)
+	unmark()
 	if err != nil {
 		if ierr := waitInterrupted(ctx, path); ierr != nil {
 			return ierr
