@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/internal/why"
 	"github.com/lockctl/lockctl/lock"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
@@ -32,7 +35,18 @@ func waitingNote(c *cli.Context, path string) func(string) {
 		return nil
 	}
 	w := c.App.ErrWriter
-	return func(who string) { fmt.Fprintf(w, "lockctl: waiting for %s: %s\n", path, report.Clean(who)) }
+	return func(who string) {
+		// The holder's own wait, where it has one: the first link of the
+		// chain lockctl why follows.
+		if m := heldByPid.FindStringSubmatch(who); m != nil {
+			if pid, err := strconv.Atoi(m[1]); err == nil {
+				if b := why.Brief(pid); b != "" {
+					who += ", " + b
+				}
+			}
+		}
+		fmt.Fprintf(w, "lockctl: waiting for %s: %s\n", path, report.Clean(who))
+	}
 }
 
 var kindFlag = &cli.StringFlag{Name: "kind", Value: "auto", Usage: "the lock's `KIND`: dir (a directory holding its holder's record), flock (a file held by a kernel lock, as flock(1) takes it), or auto (flock for a file lockctl made as one or a known producer's kernel-lock file, dir otherwise)"}
@@ -273,6 +287,9 @@ func runArgs(c *cli.Context) (path, root string, cmdArgs []string, err error) {
 	}
 	return path, "", args, nil
 }
+
+// heldByPid finds the holder's pid in a wait's "held by pid N" message.
+var heldByPid = regexp.MustCompile(`^held by pid ([0-9]+)\b`)
 
 // markWait marks this process as waiting on the lock at path until the
 // returned function is called: lockctl why reads the mark

@@ -9,6 +9,11 @@
 // mark, kernel.MarkWait); nothing is guessed from a command line.
 package why
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // Version is the version of the JSON form (Report). It grows when a field
 // is added; a reader ignores what it does not know.
 const Version = 1
@@ -101,3 +106,46 @@ const (
 	EndCycle = "cycle"
 	EndDoubt = "doubt"
 )
+
+// Brief says, in one clause, what holder pid itself waits on, for a
+// waiter's message ("which waits on /srv/db.lock, held by pid 77
+// (backup)"), or "" when it is in no lock wait or cannot be read.
+func Brief(pid int) string {
+	rep, err := Explain([]int{pid})
+	if err != nil || len(rep.Processes) == 0 {
+		return ""
+	}
+	wt := firstWait(rep.Processes[0])
+	if wt == nil {
+		return ""
+	}
+	s := "which waits on " + wt.Path
+	for i, h := range wt.Holders {
+		if i == 0 {
+			s += ", held by"
+		} else {
+			s += " and"
+		}
+		s += fmt.Sprintf(" pid %d (%s)", h.Pid, h.Command)
+	}
+	switch wt.End {
+	case EndGone:
+		s += ", whose holder is gone"
+	case EndCycle:
+		s += ": a deadlock ('lockctl why " + strconv.Itoa(pid) + "' names it)"
+	}
+	return s
+}
+
+// firstWait is the first lock wait in p's tree.
+func firstWait(p *Proc) *Wait {
+	if len(p.Waits) > 0 {
+		return p.Waits[0]
+	}
+	for _, c := range p.Children {
+		if w := firstWait(c); w != nil {
+			return w
+		}
+	}
+	return nil
+}

@@ -324,3 +324,24 @@ func TestWhyUnprivilegedReaderDoubts(t *testing.T) {
 		t.Errorf("why as nobody on root's waiter: %+v, ends %+v; want a doubt with its reason and no conclusion", pr, rep.Ends)
 	}
 }
+
+// TestWaitNamesHoldersWait: acquire's wait names the holder's own wait
+// ("held by pid N (sh), which waits on DB, held by pid M (flock)").
+func TestWaitNamesHoldersWait(t *testing.T) {
+	flock := lcFlock(t)
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	db, x := filepath.Join(dir, "db.lock"), filepath.Join(dir, "x.lock")
+	h := r.start(nil, flock, db, "sleep", "600")
+	testutil.WaitFor(t, 30*time.Second, "db's holder to start", func() bool { return len(lcChildren(h.pid)) > 0 })
+	run := r.start(nil, lcBinary(t), "run", x, "--", "/bin/sh", "-c", "flock "+db+" true")
+	testutil.WaitFor(t, 30*time.Second, "run to take x.lock", func() bool { return lcExists(filepath.Join(x, "holder")) || run.done() })
+	w := r.start(nil, lcBinary(t), "acquire", "--timeout", "60s", x)
+	want := "which waits on " + db + ", held by pid " + strconv.Itoa(h.pid)
+	if !w.awaitStderr(want, 30*time.Second) {
+		t.Errorf("acquire's wait does not name its holder's own wait (%q):\n%s", want, w.errText())
+	}
+	w.kill()
+	r.killTree(run.pid)
+	r.killTree(h.pid)
+}
