@@ -68,9 +68,10 @@ adopted: the dispatcher's step when the dispatch provably failed.`,
 status (128+N if CMD was killed by signal N). SIGINT, SIGTERM and SIGHUP are
 forwarded to CMD, once: outside a terminal's foreground (cron, systemd, CI)
 CMD runs in a process group of its own, so that a signal to lockctl's whole
-group reaches it only through lockctl, and dies if lockctl is killed. (With
-systemd, KillMode=mixed signals lockctl alone; control-group signals CMD
-directly as well.) The lock records both lockctl and CMD: if lockctl is
+group reaches it only through lockctl; a SIGKILL, which cannot be passed on,
+stops lockctl alone, and CMD runs on holding the lock. (With systemd,
+KillMode=mixed signals lockctl alone; control-group signals CMD directly as
+well.) The lock records both lockctl and CMD: if lockctl is
 killed, the lock stays held while CMD runs and reads as gone once neither
 does.
 
@@ -234,10 +235,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	if kind == lock.KindKernel {
-		if slots > 1 {
-			return usageErr("run: --slots counts holders of a directory lock; a kernel lock has one")
-		}
-		return runKernel(c, path, cmdArgs)
+		return runKernel(c, path, cmdArgs, slots)
 	}
 	if err := notALock(c, path); err != nil {
 		return err
@@ -305,7 +303,10 @@ func runAction(c *cli.Context) error {
 // (startGated): it starts once the lock is taken, inheriting the locked
 // file as fd 3, and it and what it forks go on holding the lock if
 // lockctl is killed. That spares a second start of lockctl (issue 19).
-func runKernel(c *cli.Context, path string, cmdArgs []string) error {
+func runKernel(c *cli.Context, path string, cmdArgs []string, slots int) error {
+	if slots > 1 {
+		return usageErr("run: --slots counts holders of a directory lock; a kernel lock has one")
+	}
 	stderr := c.App.ErrWriter
 	rs := newRunSignals(c.Duration("timeout"))
 	defer rs.stop()

@@ -114,7 +114,9 @@ func TestGroupSignalReachesCMDOnce(t *testing.T) {
 			t.Errorf("try %d: CMD got SIGINT %d times from one signal to run's process group, want once", i, n)
 		}
 	}
-	// A SIGKILL of the group: lockctl dies, and CMD with it.
+	// A SIGKILL of the group, which lockctl cannot pass on, stops
+	// lockctl alone: CMD runs on, holding the lock, as when lockctl alone
+	// is killed.
 	got, ready := filepath.Join(files, "got-kill"), filepath.Join(files, "ready-kill")
 	p := r.start(nil, setsid, lcBinary(t), "run", filepath.Join(dir, "g.lock"), "--", python, script, got, ready)
 	testutil.WaitFor(t, 30*time.Second, "CMD to be ready", func() bool { return lcExists(ready) || p.done() })
@@ -122,7 +124,13 @@ func TestGroupSignalReachesCMDOnce(t *testing.T) {
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	p.wait(30 * time.Second)
 	for _, k := range kids {
-		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("CMD %d to die with lockctl", k), func() bool { return !lcAlive(k) })
+		if !lcAlive(k) {
+			t.Errorf("CMD %d died with lockctl's group", k)
+		}
+		if got := r.judgeOne(filepath.Join(dir, "g.lock")); got.Verdict != "live" {
+			t.Errorf("with lockctl SIGKILLed and CMD running, the lock reads %s (%s), want live", got.Verdict, got.Reason)
+		}
+		r.killPid(k)
 	}
 }
 
