@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/txtar"
+
 	"github.com/lockctl/lockctl/scan"
 )
 
@@ -58,6 +60,37 @@ func TestManifestSamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManifestScriptInSync: the CLI's script of data files
+// (testdata/script/not_locks_manifests.txtar at the module root) holds
+// every sample here, byte for byte, and nothing else.
+func TestManifestScriptInSync(t *testing.T) {
+	ar, err := txtar.ParseFile(filepath.Join("..", "testdata", "script", "not_locks_manifests.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inScript := map[string]string{}
+	for _, f := range ar.Files {
+		inScript[f.Name] = string(f.Data)
+	}
+	n := 0
+	for _, ps := range manifestSamples(t) {
+		for _, p := range ps {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := "reg/" + filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
+			if got, ok := inScript[name]; !ok || got != string(b) {
+				t.Errorf("the script's %s is not %s byte for byte", name, p)
+			}
+			n++
+		}
+	}
+	if n != len(ar.Files) {
+		t.Errorf("the script holds %d files, testdata/manifests %d", len(ar.Files), n)
 	}
 }
 

@@ -285,7 +285,7 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res doctor.Re
 		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
 		lw.Only = d.only
 		res, tally = doctor.Run(d.opts, lw), lw.Tally()
-		return lw.Summary(d.opts.Host, res.Errors, res.Unread)
+		return lw.Summary(d.opts.Host, res.Errors, res.Unread, report.NotLocks(res.NotLocks))
 	}
 	if d.form.output != "" {
 		err = writeFileAtomic(d.form.output, write)
@@ -302,7 +302,7 @@ func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
 	res := doctor.Run(d.opts, rep)
-	rep.Errors, rep.Unread = res.Errors, res.Unread
+	rep.Errors, rep.Unread, rep.NotLocks = res.Errors, res.Unread, report.NotLocks(res.NotLocks)
 	rep.Sort()
 	return rep.Tally(), res, d.form.write(stdout, rep)
 }
