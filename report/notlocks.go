@@ -42,5 +42,8 @@ func notLocksClause(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d %s named like locks %s data, not locks (left alone; --json lists them under not_locks)", n, plural(n, "file", "files"), plural(n, "is", "are"))
+	if n == 1 {
+		return "1 file named like a lock is data, not a lock (left alone; --json lists it under not_locks)"
+	}
+	return fmt.Sprintf("%d files named like locks are data, not locks (left alone; --json lists them under not_locks)", n)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
@@ -60,6 +61,58 @@ func TestManifestSamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryDataFormat, as verdict's TestEveryFormat for the lock formats:
+// every registered data format goes by names the default patterns match
+// (else the walk would never meet it), cites its producer, names a fuzz
+// target that exists and .ci/run runs, and has its row in
+// docs/formats.md's table of data files.
+func TestEveryDataFormat(t *testing.T) {
+	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "formats.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests strings.Builder
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		tests.Write(b)
+	}
+	m, err := scan.NewMatcher(scan.DefaultNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciTargets := strings.Fields(strings.NewReplacer("\\", " ", ";", " ").Replace(string(ci)))
+	for _, f := range scan.DataFormats() {
+		if len(f.Names) == 0 || f.Parse == nil || f.Source == "" || f.What == "" || f.Producer == "" {
+			t.Errorf("data format %s (scan/%s) lacks names, a parser, a source, a what or a producer", f.Name, f.Room)
+		}
+		for _, n := range f.Names {
+			if !m.IsLock(n) {
+				t.Errorf("data format %s: %s is not matched by the default names %q", f.Name, n, scan.DefaultNames)
+			}
+		}
+		if len(f.Fuzz) == 0 {
+			t.Errorf("data format %s (scan/%s) names no fuzz target", f.Name, f.Room)
+		}
+		for _, ft := range f.Fuzz {
+			pkg, name, _ := strings.Cut(ft, ":")
+			if pkg != "scan" || !strings.Contains(tests.String(), "\nfunc "+name+"(f *testing.F)") {
+				t.Errorf("data format %s: fuzz target %s: no func %s in scan/*_test.go", f.Name, ft, name)
+			}
+			if !slices.Contains(ciTargets, ft) {
+				t.Errorf("data format %s: fuzz target %s is not in .ci/run's fuzz list", f.Name, ft)
+			}
+		}
+		if !strings.Contains(string(doc), "\n| `"+f.Name+"` | `"+f.Names[0]+"` |") {
+			t.Errorf("data format %s (scan/%s) has no row in docs/formats.md's table of data files (\"| `%s` | `%s` | ...\")", f.Name, f.Room, f.Name, f.Names[0])
+		}
 	}
 }
 

@@ -164,7 +164,9 @@ func doctorAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "no lock occupies %s\n", d.root)
 		return nil
 	}
-	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot {
+	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot && len(res.NotLocks) == 0 {
+		// (Data files named like locks were found: the names matched,
+		// and the summary says what they are.)
 		names := "the default names (" + strings.Join(scan.DefaultNames, ", ") + ", and the known producers' lock files)"
 		if c.IsSet("name") {
 			names = strings.Join(c.StringSlice("name"), ", ")
