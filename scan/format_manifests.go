@@ -133,7 +133,7 @@ func parsePipfileLock(b []byte) error {
 var dataDeno = DataFormat{
 	Name: "deno", Producer: "Deno", What: "Deno's dependency pins", Room: "format_manifests.go",
 	Names: []string{"deno.lock"}, Parse: parseDenoLock, Fuzz: manifestFuzz,
-	Source: "denoland/deno libs/lockfile (formerly denoland/deno_lockfile): lib.rs LockfileContent, printer.rs; \"version\" \"2\" to \"5\", then \"specifiers\", \"jsr\", \"npm\", \"redirects\", \"remote\", \"workspace\"",
+	Source: "denoland/deno libs/lockfile (formerly denoland/deno_lockfile): printer.rs, struct LockfileV5: \"version\", \"specifiers\", \"jsr\", \"npm\", \"redirects\", \"remote\", \"workspace\" (\"packages\" in version 3)",
 }
 
 // denoKeys are the top-level keys deno's lockfile has had besides

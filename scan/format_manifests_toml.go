@@ -9,8 +9,8 @@ import (
 
 // The TOML dependency manifests: Cargo's, Poetry's and uv's. Each is read
 // by tomlParse, a strict parser of the part of TOML 1.0 that the three
-// write (comments, [table] and [[array]] headers of dotted bare keys, key =
-// value lines whose values are strings, integers, floats, booleans, arrays
+// write (comments, [table] and [[array]] headers of dotted keys, key =
+// value lines (dotted keys too) whose values are strings, integers, floats, booleans, arrays
 // over many lines and one-line inline tables), then checked for its
 // producer's own structure.
 
@@ -210,7 +210,14 @@ func tomlParse(b []byte) (*tomlDoc, error) {
 			if err != nil {
 				return nil, err
 			}
-			p.skipSpace()
+			for p.skipSpace(); p.take('.'); p.skipSpace() { // a dotted key
+				p.skipSpace()
+				sub, err := p.key()
+				if err != nil {
+					return nil, err
+				}
+				k += "." + sub
+			}
 			if !p.take('=') {
 				return nil, p.errf("no = after a key")
 			}
