@@ -16,7 +16,7 @@ type NotLock struct {
 	// PathShell is the path quoted for a shell, byte-exact, present only
 	// when Path is not valid UTF-8 (as a lock's "path_shell").
 	PathShell string `json:"path_shell,omitempty"`
-	// Format is the data format's name ("cargo"); What says what the file
+	// Format is the data format's name ("cargo-lockfile"); What says what the file
 	// is, for a person: "Cargo's dependency pins (Cargo.lock)".
 	Format string `json:"format"`
 	What   string `json:"what"`

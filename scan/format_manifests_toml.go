@@ -15,7 +15,7 @@ import (
 // producer's own structure.
 
 var dataCargo = DataFormat{
-	Name: "cargo", Producer: "Cargo", What: "Cargo's dependency pins", Room: "format_manifests_toml.go",
+	Name: "cargo-lockfile", Producer: "Cargo", What: "Cargo's dependency pins", Room: "format_manifests_toml.go",
 	Names: []string{"Cargo.lock"}, Parse: parseCargoLock, Fuzz: manifestFuzz,
 	Source: "rust-lang/cargo src/cargo/ops/lockfile.rs (resolve_to_string_orig, emit_package) and src/cargo/core/resolver/encode.rs (EncodableResolve: version, package, root, metadata, patch)",
 }

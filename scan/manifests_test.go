@@ -179,7 +179,7 @@ func TestManifestParsersRejectRecords(t *testing.T) {
 // file with a NotLockError.
 func TestWalkNotLocks(t *testing.T) {
 	dir := t.TempDir()
-	cargo, err := os.ReadFile(filepath.Join("testdata", "manifests", "cargo", "Cargo.lock"))
+	cargo, err := os.ReadFile(filepath.Join("testdata", "manifests", "cargo-lockfile", "Cargo.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +216,11 @@ func TestWalkNotLocks(t *testing.T) {
 	if want := []string{filepath.Join(rec, "Cargo.lock")}; !slices.Equal(found, want) {
 		t.Errorf("Found %q, want %q", found, want)
 	}
-	if want := []string{filepath.Join(data, "Cargo.lock") + " cargo"}; !slices.Equal(not, want) {
+	if want := []string{filepath.Join(data, "Cargo.lock") + " cargo-lockfile"}; !slices.Equal(not, want) {
 		t.Errorf("NotLock %q, want %q", not, want)
 	}
 	l, err := scan.ReadOne(data, "Cargo.lock")
-	if n, ok := scan.IsNotLock(err); !ok || l != nil || n.Format != "cargo" {
+	if n, ok := scan.IsNotLock(err); !ok || l != nil || n.Format != "cargo-lockfile" {
 		t.Errorf("ReadOne(data file) = %v, %v, want a NotLockError", l, err)
 	}
 	if l, err := scan.ReadOne(rec, "Cargo.lock"); err != nil || l == nil || l.Format != scan.FormatPid {

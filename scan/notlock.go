@@ -26,7 +26,7 @@ type NotLock struct {
 	// base name, so Path == Dir + "/" + Name.
 	Path, Dir, Name string
 	Info            Stat
-	// Format is the data format's Name ("cargo"), What what it is for a
+	// Format is the data format's Name ("cargo-lockfile"), What what it is for a
 	// person: "Cargo's dependency pins (Cargo.lock)".
 	Format, What string
 }

@@ -61,7 +61,7 @@ func TestCargoLockIsNotALock(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, res.stdout)
 	}
-	if len(doc.Locks) != 0 || len(doc.NotLocks) != 1 || doc.NotLocks[0].Path != lock || doc.NotLocks[0].Format != "cargo" {
+	if len(doc.Locks) != 0 || len(doc.NotLocks) != 1 || doc.NotLocks[0].Path != lock || doc.NotLocks[0].Format != "cargo-lockfile" {
 		t.Fatalf("doctor --json on cargo's Cargo.lock: locks %+v, not_locks %+v; want no lock and it under not_locks", doc.Locks, doc.NotLocks)
 	}
 	res = r.mustLockctl(0, "doctor", dir)
