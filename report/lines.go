@@ -13,7 +13,7 @@ import (
 // LineWriter writes --format json-lines: one JSON object per lock, on its own
 // line, as each is judged ({"type":"lock", ...the fields of a lock in the
 // JSON document...}), then one summary object ({"type":"summary", "version",
-// "host", "boot_id", "time", "counts", "actions", "errors"}). It keeps only
+// "host", "boot_id", "time", "counts", "actions", "errors", "not_locks"}). It keeps only
 // counts, so memory does not grow with the number of locks. It is not safe
 // for concurrent use.
 type LineWriter struct {
@@ -72,9 +72,10 @@ func (lw *LineWriter) write(v any) {
 	lw.err = err
 }
 
-// Summary writes the closing object, with the run's errors and the parts
-// of the trees it did not read, and returns the first write error.
-func (lw *LineWriter) Summary(host verdict.Host, errs []string, unread []Unread) error {
+// Summary writes the closing object, with the run's errors, the parts
+// of the trees it did not read and the data files named like locks it
+// passed by, and returns the first write error.
+func (lw *LineWriter) Summary(host verdict.Host, errs []string, unread []Unread, notLocks []NotLock) error {
 	lw.write(struct {
 		Type     string                  `json:"type"`
 		Version  int                     `json:"version"`
@@ -86,8 +87,9 @@ func (lw *LineWriter) Summary(host verdict.Host, errs []string, unread []Unread)
 		Errors   []string                `json:"errors"`
 		Complete bool                    `json:"complete"`
 		Unread   []Unread                `json:"unread"`
+		NotLocks []NotLock               `json:"not_locks"`
 	}{"summary", Version, host.Name, host.BootID, lw.now.UTC().Format(time.RFC3339), lw.tally.Counts, lw.tally.Actions,
-		append([]string{}, errs...), len(unread) == 0 && len(errs) == 0, append([]Unread{}, unread...)})
+		append([]string{}, errs...), len(unread) == 0 && len(errs) == 0, append([]Unread{}, unread...), append([]NotLock{}, notLocks...)})
 	if lw.err == nil {
 		lw.err = lw.w.Flush()
 	}

@@ -25,6 +25,8 @@ import (
 //   - lockctl_lock_age_seconds{path,verdict} is, for every lock that is not
 //     live, its age as the JSON "age_seconds" gives it, or NaN when the lock
 //     has no modification time.
+//   - lockctl_not_locks counts the data files named like locks (dependency
+//     manifests: the JSON "not_locks"), apart from every verdict.
 //   - lockctl_fix_actions{action}, after --fix only, counts the outcomes.
 //   - lockctl_scan_errors, lockctl_scan_duration_seconds and
 //     lockctl_scan_timestamp_seconds describe the run.
@@ -69,6 +71,9 @@ func WritePrometheus(w io.Writer, r *Report, took time.Duration) error {
 		}
 		fmt.Fprintf(&b, "lockctl_lock_age_seconds{%s} %s\n", labels, age)
 	}
+
+	family("lockctl_not_locks", "Files named like locks that are data, not locks (dependency manifests such as Cargo.lock): never judged, never removed.")
+	fmt.Fprintf(&b, "lockctl_not_locks %d\n", len(r.NotLocks))
 
 	if r.Outcomes != nil {
 		family("lockctl_fix_actions", "What lockctl doctor --fix did to the locks it judged, by action.")

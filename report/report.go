@@ -42,6 +42,10 @@ type Report struct {
 	Errors []string
 	// Unread are the directories the report does not cover.
 	Unread []Unread
+	// NotLocks are the data files named like locks the run passed by
+	// (NotLocks): counted in the summary, listed in the JSON, never
+	// judged.
+	NotLocks []NotLock
 	// Fail is the set of verdicts that need attention.
 	Fail map[verdict.Verdict]bool
 	// Outcomes, set by doctor --fix, say what was done to each lock.
@@ -118,14 +122,16 @@ func (r *Report) Sort() {
 
 // JSON shapes: see docs/verdicts.md. Field names are part of version 1.
 type jsonDoc struct {
-	Version int                     `json:"version"`
-	Host    string                  `json:"host"`
-	BootID  string                  `json:"boot_id"`
-	Time    string                  `json:"time"`
-	Locks   []jsonLock              `json:"locks"`
-	Counts  map[verdict.Verdict]int `json:"counts"`
-	Actions map[fix.Action]int      `json:"actions,omitempty"`
-	Errors  []string                `json:"errors"`
+	Version int        `json:"version"`
+	Host    string     `json:"host"`
+	BootID  string     `json:"boot_id"`
+	Time    string     `json:"time"`
+	Locks   []jsonLock `json:"locks"`
+	// NotLocks are the data files named like locks: never judged.
+	NotLocks []NotLock               `json:"not_locks"`
+	Counts   map[verdict.Verdict]int `json:"counts"`
+	Actions  map[fix.Action]int      `json:"actions,omitempty"`
+	Errors   []string                `json:"errors"`
 	// Complete is false when some directories were not read (Unread), or
 	// a named path, or anything else, could not be read (Errors).
 	Complete bool     `json:"complete"`
@@ -226,6 +232,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		BootID:   r.Host.BootID,
 		Time:     r.Now.UTC().Format(time.RFC3339),
 		Locks:    []jsonLock{},
+		NotLocks: append([]NotLock{}, r.NotLocks...),
 		Counts:   r.Counts(),
 		Errors:   append([]string{}, r.Errors...),
 		Complete: len(r.Unread) == 0 && len(r.Errors) == 0,
@@ -587,11 +594,16 @@ func removal(res verdict.Result) []verdict.Step {
 // Summary is the one-line count of locks by verdict.
 func Summary(r *Report) string {
 	partial := UnreadSummary(r.Unread)
+	data := notLocksClause(len(r.NotLocks))
 	if len(r.Results) == 0 {
+		out := "no locks found"
 		if partial != "" {
-			return "no locks found where it could look, but " + partial
+			out = "no locks found where it could look, but " + partial
 		}
-		return "no locks found"
+		if data != "" {
+			out += "; " + data
+		}
+		return out
 	}
 
 	c := r.Counts()
@@ -606,6 +618,9 @@ func Summary(r *Report) string {
 		noun = "lock"
 	}
 	out := fmt.Sprintf("%d %s: %s", len(r.Results), noun, strings.Join(parts, ", "))
+	if data != "" {
+		out += "; " + data
+	}
 	if partial != "" {
 		out += "; incomplete: " + partial
 	}

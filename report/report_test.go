@@ -74,7 +74,7 @@ func TestWriteJSONStreamsTheSameBytes(t *testing.T) {
 		}
 		// The document as a whole, as encoding/json writes it.
 		doc := jsonDoc{Version: Version, Host: r.Host.Name, BootID: r.Host.BootID, Time: r.Now.UTC().Format(time.RFC3339),
-			Locks: []jsonLock{}, Counts: r.Counts(), Errors: append([]string{}, r.Errors...), Complete: len(r.Unread) == 0, Unread: append([]Unread{}, r.Unread...)}
+			Locks: []jsonLock{}, NotLocks: append([]NotLock{}, r.NotLocks...), Counts: r.Counts(), Errors: append([]string{}, r.Errors...), Complete: len(r.Unread) == 0, Unread: append([]Unread{}, r.Unread...)}
 		if r.Outcomes != nil {
 			doc.Actions = r.Actions()
 		}

@@ -5,7 +5,10 @@
 // (a record is opened without blocking and refused unless the open file is
 // regular; a lock that is itself a FIFO, socket or device is never opened),
 // and reads at most MaxRecord bytes of any record. It judges nothing: a Lock is the raw material for package
-// verdict. Every name it reports is the name as found on disk, byte for
+// verdict. A file named like a lock whose bytes are a dependency manifest
+// (Cargo.lock, yarn.lock, ...; read up to MaxData bytes to tell) is no
+// Lock but a NotLock, which the walk hands only to Walker.NotLock
+// (notlock.go). Every name it reports is the name as found on disk, byte for
 // byte; rendering it safely is the caller's job.
 package scan
 

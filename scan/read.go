@@ -16,11 +16,12 @@ import (
 )
 
 // read reads the lock name in the directory d, with its side files.
-// It returns nil if the lock vanished and left nothing behind.
+// It returns nil if the lock vanished and left nothing behind, and a
+// NotLock instead of a Lock for a data file (readData).
 //
 // With batch not nil, a lock directory with no record inside is not
 // finished but added to batch (readDir), and nil returned.
-func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[]*Lock) *Lock {
+func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[]*Lock) (*Lock, *NotLock) {
 	l := &Lock{Path: d.Join(name), Dir: d.Path(), Name: name, Format: FormatUnrecognized, FS: dfs.get()}
 	if w.beforeLockRead != nil {
 		w.beforeLockRead(name)
@@ -28,14 +29,14 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 	st, err := d.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(sides) == 0 {
-			return nil
+			return nil, nil
 		}
-		return w.orphan(d, name, sides, dfs)
+		return w.orphan(d, name, sides, dfs), nil
 	}
 	if err != nil {
 		l.Kind = KindOther
 		l.Err = err
-		return l
+		return l, nil
 	}
 	l.Info = st
 	l.FS = dfs.entry(l.FS, name, st)
@@ -48,7 +49,7 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 				// Finished by the caller, after one more listing of d
 				// for all such locks in it.
 				*batch = append(*batch, l)
-				return nil
+				return nil, nil
 			}
 			if fresh, err := sidesOf(d, l.Name); err == nil {
 				sides = fresh
@@ -56,6 +57,9 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 			sides = w.readDirBeside(d, l, sides)
 		}
 	case st.Mode.IsRegular():
+		if nl := readData(d, l, st, sides); nl != nil {
+			return nil, nl
+		}
 		l.Kind = KindFile
 		w.readFile(d, l)
 	case st.Mode&fs.ModeSymlink != 0:
@@ -64,7 +68,7 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 	default:
 		l.Kind = KindOther
 	}
-	return w.finish(d, l, sides, dfs)
+	return w.finish(d, l, sides, dfs), nil
 }
 
 // finish reads the side files of the lock l, read from d, and returns it,

@@ -96,15 +96,20 @@ func (r Root) Same(s Root) bool {
 	return r.Lock == s.Lock && r.dev == s.dev && r.ino == s.ino && r.dev != 0
 }
 
-// Walker walks roots and hands each Lock it finds to Found. Problems below a
-// root that do not stop the walk (an unreadable subtree, a name that vanished)
-// go to Warn. Found and Warn are never called concurrently with themselves
+// Walker walks roots and hands each Lock it finds to Found, and each data
+// file named like a lock to NotLock. Problems below a root that do not
+// stop the walk (an unreadable subtree, a name that vanished) go to Warn.
+// Found, NotLock and Warn are never called concurrently with themselves
 // or each other; with Workers > 1 the order in which locks are found varies
 // from run to run (the set does not).
 type Walker struct {
 	Match Matcher
 	Found func(*Lock)
-	Warn  func(error)
+	// NotLock, if not nil, is handed each data file the walk passes by
+	// (a file named like a lock whose bytes are a dependency manifest:
+	// notlock.go). Such a file is never handed to Found.
+	NotLock func(*NotLock)
+	Warn    func(error)
 	// Workers is how many directories may be walked at once; 0 or 1 walks
 	// one at a time.
 	Workers int
@@ -127,6 +132,14 @@ func (w *Walker) found(l *Lock) {
 	w.Found(l)
 }
 
+func (w *Walker) notLock(n *NotLock) {
+	if w.NotLock != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.NotLock(n)
+	}
+}
+
 // Walk walks one root. It returns an error only when the root itself cannot
 // be opened; everything below it is reported through Warn and skipped.
 func (w *Walker) Walk(r Root) error {
@@ -137,9 +150,13 @@ func (w *Walker) Walk(r Root) error {
 			return err
 		}
 		defer d.Close()
-		l, err := w.named(d, name)
+		l, nl, err := w.named(d, name)
 		if err != nil {
 			return err
+		}
+		if nl != nil {
+			w.notLock(nl)
+			return nil
 		}
 		if l == nil {
 			return &fs.PathError{Op: "stat", Path: r.Path, Err: fs.ErrNotExist}
@@ -165,21 +182,22 @@ func (w *Walker) Walk(r Root) error {
 }
 
 // named reads the lock name in the directory d, whatever its name,
-// with the side files that extend its name. It returns nil if neither the
-// lock nor any side file exists.
-func (w *Walker) named(d fsx.Dir, name string) (*Lock, error) {
+// with the side files that extend its name. It returns nil, nil if neither
+// the lock nor any side file exists, and a NotLock for a data file.
+func (w *Walker) named(d fsx.Dir, name string) (*Lock, *NotLock, error) {
 	sides, found, err := listSides(d, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dfs := &dirFS{dir: d}
 	switch {
 	case found:
-		return w.read(d, name, sides, dfs, nil), nil
+		l, nl := w.read(d, name, sides, dfs, nil)
+		return l, nl, nil
 	case len(sides) > 0:
-		return w.orphan(d, name, sides, dfs), nil
+		return w.orphan(d, name, sides, dfs), nil, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // listSides lists the directory d for the side files of the lock
@@ -220,14 +238,20 @@ func sidesOf(d fsx.Dir, name string) ([]side, error) {
 
 // ReadOne reads the lock name in the directory dir, opened without
 // following a symbolic link anywhere in its path, with its side files. It
-// returns nil, nil when nothing by that name (or extending it) exists.
+// returns nil, nil when nothing by that name (or extending it) exists, and
+// a *NotLockError when it is a data file (a dependency manifest), which no
+// caller may wait on, take or remove.
 func ReadOne(dir, name string) (*Lock, error) {
 	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	return (&Walker{}).named(d, name)
+	l, nl, err := (&Walker{}).named(d, name)
+	if nl != nil {
+		return nil, &NotLockError{NotLock: nl}
+	}
+	return l, err
 }
 
 // devIno is a directory's identity, for the walk's loop check.
@@ -294,7 +318,11 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 	dfs := &dirFS{dir: d}
 	var batch []*Lock // lock directories with nothing inside
 	for _, name := range locks {
-		if l := w.read(d, name, sides[name], dfs, &batch); l != nil {
+		l, nl := w.read(d, name, sides[name], dfs, &batch)
+		switch {
+		case nl != nil:
+			w.notLock(nl)
+		case l != nil:
 			w.found(l)
 		}
 		if len(batch) == 0 || batch[len(batch)-1].Name != name {

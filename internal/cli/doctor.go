@@ -164,7 +164,9 @@ func doctorAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "no lock occupies %s\n", d.root)
 		return nil
 	}
-	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot {
+	if total == 0 && (d.form.format == formatText || d.form.format == formatTable) && !d.quiet && !res.BadRoot && len(res.NotLocks) == 0 {
+		// (Data files named like locks were found: the names matched,
+		// and the summary says what they are.)
 		names := "the default names (" + strings.Join(scan.DefaultNames, ", ") + ", and the known producers' lock files)"
 		if c.IsSet("name") {
 			names = strings.Join(c.StringSlice("name"), ", ")
@@ -285,7 +287,7 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res doctor.Re
 		lw := report.NewLineWriter(out, d.now, d.fail, d.opts.Fixer != nil)
 		lw.Only = d.only
 		res, tally = doctor.Run(d.opts, lw), lw.Tally()
-		return lw.Summary(d.opts.Host, res.Errors, res.Unread)
+		return lw.Summary(d.opts.Host, res.Errors, res.Unread, report.NotLocks(res.NotLocks))
 	}
 	if d.form.output != "" {
 		err = writeFileAtomic(d.form.output, write)
@@ -302,7 +304,7 @@ func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
 	res := doctor.Run(d.opts, rep)
-	rep.Errors, rep.Unread = res.Errors, res.Unread
+	rep.Errors, rep.Unread, rep.NotLocks = res.Errors, res.Unread, report.NotLocks(res.NotLocks)
 	rep.Sort()
 	return rep.Tally(), res, d.form.write(stdout, rep)
 }

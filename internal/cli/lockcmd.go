@@ -110,6 +110,9 @@ func acquireAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := notDataFile(c, path); err != nil {
+		return err
+	}
 	if err := notForKernelLocks(c, path); err != nil {
 		return err
 	}
@@ -154,6 +157,9 @@ func releaseAction(c *cli.Context) error {
 	}
 	path, pid, err := releaseHolder(c)
 	if err != nil {
+		return err
+	}
+	if err := notDataFile(c, path); err != nil {
 		return err
 	}
 	if path, err = slotHolding(c, path, func(h *scan.Holder) bool { return h.Pid == int64(pid) }); err != nil {

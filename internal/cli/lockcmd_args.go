@@ -97,6 +97,9 @@ func notALock(c *cli.Context, path string) error {
 		return nil
 	}
 	l, err := scan.ReadOne(filepath.Dir(abs), filepath.Base(abs))
+	if n, ok := scan.IsNotLock(err); ok {
+		return notDataErr(c, n)
+	}
 	if err != nil || l == nil || l.Err != nil {
 		return nil // missing, or unreadable: the wait says why
 	}
@@ -113,6 +116,29 @@ func notALock(c *cli.Context, path string) error {
 	}
 	return &exitCode{code: ExitError,
 		err:  fmt.Errorf("%s: %s is %s: it is not a lock, so nothing would ever free it, and lockctl will neither wait on it nor remove it", c.Command.Name, report.ShellQuote(abs), what),
+		hint: "name a path of its own for the lock (a new name in the same directory, such as the file's name with .lock added)"}
+}
+
+// notDataFile refuses at once, exit 2, a lock command on a data file named
+// like a lock: a dependency manifest such as Cargo.lock (scan.NotLock).
+// It is a project's data, which no lock command may wait on, hold by a
+// kernel lock, write or remove; and no message suggests removing it.
+// Bytes that do not parse as a manifest are not refused here.
+func notDataFile(c *cli.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	_, err = scan.ReadOne(filepath.Dir(abs), filepath.Base(abs))
+	if n, ok := scan.IsNotLock(err); ok {
+		return notDataErr(c, n)
+	}
+	return nil
+}
+
+func notDataErr(c *cli.Context, n *scan.NotLock) error {
+	return &exitCode{code: ExitError,
+		err:  fmt.Errorf("%s: %s is %s: it is data, not a lock, and lockctl will neither take it, wait on it nor remove it", c.Command.Name, report.ShellQuote(n.Path), n.What),
 		hint: "name a path of its own for the lock (a new name in the same directory, such as the file's name with .lock added)"}
 }
 
@@ -285,7 +311,8 @@ func runArgs(c *cli.Context) (path, root string, cmdArgs []string, err error) {
 	if c.IsSet("top") {
 		return "", "", nil, usageErr("run: --top goes with --root")
 	}
-	return path, "", args, nil
+	// A data file is refused whatever the kind (--kind flock included).
+	return path, "", args, notDataFile(c, path)
 }
 
 // heldByPid finds the holder's pid in a wait's "held by pid N" message.

@@ -189,6 +189,11 @@ or, for a kernel\-lock file nobody holds,
 and for an empty file of no known producer that nobody holds or has open,
 .BR idle .
 Age is shown, never judged.
+A file named like a lock whose bytes are a dependency manifest
+(Cargo.lock, yarn.lock, Gemfile.lock, ...) is not a lock: it gets no
+verdict, is counted apart and listed under
+.B not_locks
+in the JSON, and no command removes or takes it.
 .SH COMMANDS
 `)
 	for _, c := range cmds {

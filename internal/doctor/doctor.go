@@ -73,6 +73,10 @@ type Result struct {
 	// permission was what stopped it.
 	BadRoot bool
 	Denied  bool
+	// NotLocks are the data files named like locks that the walk passed
+	// by (dependency manifests: scan.NotLock), each once. They were never
+	// judged, never acted on, and never reached the sink.
+	NotLocks []*scan.NotLock
 }
 
 // Run walks opts.Paths, judges every lock it finds exactly as doctor
@@ -117,10 +121,13 @@ func Run(opts Options, sink Sink) Result {
 	var later []verdict.Result // judged, to act on after the walk
 	seen := map[string]bool{}
 	details := map[detailKey]*verdict.ProcDetail{}
+	var data notLocks
 	w := scan.Walker{
 		Match:   opts.Match,
 		Warn:    func(err error) { note(err, true) },
 		Workers: opts.Workers,
+		NotLock: data.add, // a type of its own: never judged, acted on or sunk
+
 		Found: func(l *scan.Lock) {
 			found.Add(1)
 			if seen[l.Path] {
@@ -151,7 +158,26 @@ func Run(opts Options, sink Sink) Result {
 	for _, res := range later {
 		sink.Lock(res, act(res))
 	}
+	out.NotLocks = data.list
 	return out
+}
+
+// notLocks gathers the data files a walk passes by, each once (a file
+// under two roots is passed by twice). Not safe for concurrent use: the
+// walk never calls NotLock concurrently.
+type notLocks struct {
+	seen map[string]bool
+	list []*scan.NotLock
+}
+
+func (n *notLocks) add(l *scan.NotLock) {
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	if !n.seen[l.Path] {
+		n.seen[l.Path] = true
+		n.list = append(n.list, l)
+	}
 }
 
 // resolveRoots resolves opts.Paths, once each: a path that cannot be read
