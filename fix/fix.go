@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fsx"
+	"github.com/lockctl/lockctl/internal/shellquote"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
@@ -132,6 +133,10 @@ func skipped(format string, args ...any) Outcome {
 // since res was judged is left with its new owner.
 func (f *Fixer) Fix(res verdict.Result) Outcome {
 	switch {
+	case res.Remote != "":
+		// Judged on its own host: this host's second judgement, which a
+		// removal rests on, would find it foreign again.
+		return kept("judged on host %s: lockctl removes such a lock only where it is judged; run 'lockctl doctor --fix %s' on %s", res.Remote, shellquote.Quote(res.Lock.Path), res.Remote)
 	case res.Verdict == verdict.Gone:
 		return f.sweep(res)
 	case res.Verdict == verdict.Claimed && onlyBuilds(res.Lock):

@@ -118,6 +118,9 @@ type Result struct {
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
 	Debris []Step
+	// Remote is the host that judged this lock, where it was not this one
+	// (doctor --via asked the host its record names); "" otherwise.
+	Remote string
 }
 
 // Judge judges locks against one host and one probe.

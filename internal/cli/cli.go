@@ -108,7 +108,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version:                   version(),
 		Suggest:                   true,
 		Commands: append(append([]*cli.Command{doctorCommand(onUsage)}, lockCommands(onUsage)...),
-			whyCommand(onUsage), completionCommand(onUsage), manCommand(onUsage)),
+			whyCommand(onUsage), judgeCommand(onUsage), completionCommand(onUsage), manCommand(onUsage)),
 	}
 	for _, c := range app.Commands {
 		c.Action = withUsageHint(c.Action)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/internal/doctor"
 	"github.com/lockctl/lockctl/internal/judges"
+	"github.com/lockctl/lockctl/internal/remote"
 	"github.com/lockctl/lockctl/report"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -55,6 +56,8 @@ cover), or when the report cannot be written.`,
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "exit by the locks found even when some directories could not be read (by default an incomplete look exits 2)"},
 			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
+			&cli.StringFlag{Name: "via", Usage: "judge each foreign lock on the host its record names, by running `CMD` HOST lockctl judge (an argument vector split on blanks, as rsync -e does: 'ssh', 'ssh -p 2222', a wrapper script)"},
+			&cli.DurationFlag{Name: "via-timeout", Value: 10 * time.Second, Usage: "with --via, how long to wait for each host's answer"},
 			rootFlag, topFlag,
 		},
 		Action: doctorAction,
@@ -253,6 +256,9 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	d.opts.Host = judges.Host()
 	d.opts.Judge = judges.Doctor(d.opts.Host, c.Bool("fix"))
 	d.opts.Detail = judges.Detail
+	if d.opts.Via, err = viaOf(c); err != nil {
+		return nil, err
+	}
 	// Reading directories waits on the disk as much as on the CPU: a few
 	// more walkers than cores keep both busy.
 	d.opts.Workers = 2 * runtime.GOMAXPROCS(0)
@@ -323,4 +329,20 @@ func quoteAll(paths []string) string {
 		q[i] = report.ShellQuote(p)
 	}
 	return strings.Join(q, ", ")
+}
+
+// viaOf reads --via and --via-timeout: the judge of foreign locks on their
+// own hosts, or nil.
+func viaOf(c *cli.Context) (func([]verdict.Result) []verdict.Result, error) {
+	via := strings.Fields(c.String("via"))
+	switch t := c.Duration("via-timeout"); {
+	case len(via) == 0 && c.IsSet("via"):
+		return nil, usageErr("--via: give the command to reach a host (ssh, or a wrapper)")
+	case len(via) == 0:
+		return nil, nil
+	case t <= 0:
+		return nil, usageErr("--via-timeout %s: want a positive duration", t)
+	default:
+		return (&remote.Via{Command: via, Timeout: t}).Judge, nil
+	}
 }

@@ -60,6 +60,10 @@ type Options struct {
 	// Progress, when not nil, is called once the walk starts with counters
 	// that move while it runs, and the function it returns once it ends.
 	Progress func(entries, found, judged *atomic.Int64) (stop func())
+	// Via, when not nil, judges the foreign locks on their own hosts
+	// (doctor --via): it is given them all once the walk ends, and returns
+	// them judged.
+	Via func([]verdict.Result) []verdict.Result
 }
 
 // Result is how a doctor run went, beyond what the sink was given.
@@ -104,21 +108,10 @@ func Run(opts Options, sink Sink) Result {
 	if judge == nil {
 		judge = &verdict.Judge{Host: opts.Host, Probe: verdict.NoProbe{}}
 	}
-	act := func(res verdict.Result) *fix.Outcome {
-		if opts.Fixer == nil {
-			return nil
-		}
-		o := opts.Fixer.Fix(res)
-		if n := opts.Fixer.Debris(res); n > 0 {
-			o.Reason += fmt.Sprintf("; removed %d abandoned %s beside it", n, plural(n, "build", "builds"))
-		}
-		if o.Conflict != "" && opts.Conflict != nil {
-			opts.Conflict(res, o)
-		}
-		return &o
-	}
+	act := opts.act
 	var found, judged atomic.Int64
-	var later []verdict.Result // judged, to act on after the walk
+	var later []verdict.Result   // judged, to act on after the walk
+	var foreign []verdict.Result // for opts.Via
 	seen := map[string]bool{}
 	details := map[detailKey]*verdict.ProcDetail{}
 	var data notLocks
@@ -136,6 +129,10 @@ func Run(opts Options, sink Sink) Result {
 			seen[l.Path] = true
 			res := judge.Judge(l)
 			judged.Add(1)
+			if opts.Via != nil && res.Verdict == verdict.Foreign {
+				foreign = append(foreign, res) // asked once the walk ends
+				return
+			}
 			addDetail(&res, details, opts.Detail)
 			if sink.Streams() || opts.Fixer == nil {
 				sink.Lock(res, act(res))
@@ -155,10 +152,38 @@ func Run(opts Options, sink Sink) Result {
 			note(fmt.Errorf("cannot read %s: %w", report.ShellQuote(r.Path), unwrapPath(err)), false)
 		}
 	}
-	for _, res := range later {
+	for _, res := range append(later, opts.judgeForeign(foreign, details)...) {
 		sink.Lock(res, act(res))
 	}
 	out.NotLocks = data.list
+	return out
+}
+
+// act has opts.Fixer act on res, when it is set.
+func (opts Options) act(res verdict.Result) *fix.Outcome {
+	if opts.Fixer == nil {
+		return nil
+	}
+	o := opts.Fixer.Fix(res)
+	if n := opts.Fixer.Debris(res); n > 0 {
+		o.Reason += fmt.Sprintf("; removed %d abandoned %s beside it", n, plural(n, "build", "builds"))
+	}
+	if o.Conflict != "" && opts.Conflict != nil {
+		opts.Conflict(res, o)
+	}
+	return &o
+}
+
+// judgeForeign has opts.Via judge the foreign locks the walk held back,
+// each on its own host.
+func (opts Options) judgeForeign(foreign []verdict.Result, details map[detailKey]*verdict.ProcDetail) []verdict.Result {
+	if len(foreign) == 0 {
+		return nil
+	}
+	out := opts.Via(foreign)
+	for i := range out {
+		addDetail(&out[i], details, opts.Detail)
+	}
 	return out
 }
 
