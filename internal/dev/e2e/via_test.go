@@ -99,8 +99,8 @@ func TestDoctorVia(t *testing.T) {
 
 	// Unreachable, impersonated, and hostile hosts.
 	for host, want := range map[string]string{
-		"hostc": "cannot be reached",
-		"hostd": `comes from host "hostb", not hostd`,
+		"hostc":                "cannot be reached",
+		"hostd":                `comes from host "hostb", not hostd`,
 		"-oProxyCommand=touch": "is not a host name",
 	} {
 		p := filepath.Join(dir, "h-"+strings.TrimLeft(host, "-")+".lock")
