@@ -38,12 +38,18 @@ func TestNotAHolder(t *testing.T) {
 	if got.Verdict != "ownerless" || !strings.Contains(strings.Join(got.Notes, " "), "pid "+hidden[0]+" (") {
 		t.Fatalf("an idle flock file, with pid %s's files unreadable: %s, notes %q; want ownerless, naming it", hidden[0], got.Verdict, got.Notes)
 	}
+	// A vouch for another process completes nothing.
+	other := r.sleeper()
+	res := r.lockctl(nil, "doctor", "--json", "--not-a-holder", strconv.Itoa(other.pid), l)
+	var doc lcDoc
+	if err := jsonUnmarshal(res.stdout, &doc); err != nil || len(doc.Locks) != 1 || doc.Locks[0].Verdict != "ownerless" {
+		t.Errorf("with --not-a-holder for a process whose files are readable: %s, want ownerless", res.stdout)
+	}
 	vouch := []string{"doctor", "--json"}
 	for _, h := range hidden {
 		vouch = append(vouch, "--not-a-holder", h)
 	}
-	res := r.mustLockctl(cli.ExitOK, append(vouch, l)...)
-	var doc lcDoc
+	res = r.mustLockctl(cli.ExitOK, append(vouch, l)...)
 	if err := jsonUnmarshal(res.stdout, &doc); err != nil || len(doc.Locks) != 1 {
 		t.Fatalf("doctor --not-a-holder: %v\n%s", err, res.stdout)
 	}
