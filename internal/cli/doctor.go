@@ -297,7 +297,7 @@ func (d *doctorRun) setJudges(c *cli.Context) (vouched map[int]uint64, err error
 	}
 	judges.Vouch(d.opts.Judge, vouched)
 	d.opts.Detail = judges.Detail
-	d.opts.Via, err = viaOf(c)
+	d.opts.Via, err = viaOf(c, d.quiet)
 	return vouched, err
 }
 
@@ -348,7 +348,7 @@ func quoteAll(paths []string) string {
 
 // viaOf reads --via and --via-timeout: the judge of foreign locks on their
 // own hosts, or nil.
-func viaOf(c *cli.Context) (func([]verdict.Result) []verdict.Result, error) {
+func viaOf(c *cli.Context, quiet bool) (func([]verdict.Result) []verdict.Result, error) {
 	via := strings.Fields(c.String("via"))
 	switch t := c.Duration("via-timeout"); {
 	case len(via) == 0 && c.IsSet("via"):
@@ -358,6 +358,13 @@ func viaOf(c *cli.Context) (func([]verdict.Result) []verdict.Result, error) {
 	case t <= 0:
 		return nil, usageErr("--via-timeout %s: want a positive duration", t)
 	default:
-		return (&remote.Via{Command: via, Timeout: t}).Judge, nil
+		v := &remote.Via{Command: via, Timeout: t}
+		if !quiet {
+			stderr := c.App.ErrWriter
+			v.Asking = func(hosts []string) {
+				fmt.Fprintf(stderr, "lockctl: asking %s through %s: %s\n", plural(len(hosts), "1 host", fmt.Sprintf("%d hosts", len(hosts))), report.Clean(strings.Join(via, " ")), strings.Join(hosts, ", "))
+			}
+		}
+		return v.Judge, nil
 	}
 }
