@@ -160,13 +160,9 @@ func (Kernel) ReserveJudge(host verdict.Host) *verdict.Judge { return Reserve(ho
 // waited, or between its open and its flock, is in no table, but it has
 // the file open. complete is false when not every process's open files
 // could be seen.
-func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
+func (k Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
 	ev := &kernel.KernelEvidence{}
-	var waiting []verdict.KernelHolder
-	if d, ok := any(ev).(verdict.LockDetail); ok {
-		// The table lists the file under its mount's device (Cover).
-		waiting = d.Waiters(d.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino}).Dev, ino)
-	}
+	waiting := waitersOn(ev, dir, name, dev, ino)
 	open, complete := ev.Holders(dev, ino)
 	self := os.Getpid()
 	for _, h := range append(waiting, open...) {
@@ -175,6 +171,28 @@ func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.Kern
 		}
 	}
 	return others, complete
+}
+
+// WaitersOn lists the requests blocked behind a kernel lock on the file
+// (dev, ino) at dir/name, from the kernel's lock table alone, leaving out
+// this process: for a release whose lock nobody else has opened since it
+// was taken (lock's openWatch).
+func (Kernel) WaitersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder) {
+	self := os.Getpid()
+	for _, h := range waitersOn(&kernel.KernelEvidence{}, dir, name, dev, ino) {
+		if h.Pid != self {
+			others = append(others, h)
+		}
+	}
+	return others
+}
+
+func waitersOn(ev *kernel.KernelEvidence, dir, name string, dev, ino uint64) []verdict.KernelHolder {
+	if d, ok := any(ev).(verdict.LockDetail); ok {
+		// The table lists the file under its mount's device (Cover).
+		return d.Waiters(d.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino}).Dev, ino)
+	}
+	return nil
 }
 
 // LockHolders implements lock.Kernel: the processes that hold the file
