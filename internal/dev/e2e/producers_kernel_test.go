@@ -229,7 +229,7 @@ func goModVersion(t *testing.T, path string) string {
 // hasJavaCompiler says java can run a source file (JEP 330): a JDK, not a
 // bare JRE.
 func hasJavaCompiler(java string) bool {
-	out, err := exec.Command(java, "--list-modules").Output()
+	out, err := exec.Command(java, "-XX:-UsePerfData", "--list-modules").Output()
 	return err == nil && strings.Contains(string(out), "jdk.compiler@")
 }
 
