@@ -170,14 +170,18 @@ func run() error {
 	}
 	if len(sums) > 1 || *mixFlag != "default" {
 		fmt.Printf("\n%d entries, %d locks, %d rounds (markdown):\n\n", *entries, *locks, *runs)
-		fmt.Println("| mix | doctor / find (ratio of medians) | per-round median | doctor-b / doctor | doctor peak RSS | load average (before, after) |")
-		fmt.Println("|---|---|---|---|---|---|")
+		fmt.Println("| mix | doctor / find (ratio of medians) | per-round median | doctor-b / doctor | CPU doctor / find (doctor-b / find) | doctor peak RSS | load average (before, after) |")
+		fmt.Println("|---|---|---|---|---|---|---|")
 		for _, s := range sums {
 			b := "—"
 			if s.vsB != 0 {
 				b = fmt.Sprintf("%.2f×", s.vsB)
 			}
-			fmt.Printf("| %s | %.2f× | %.2f× | %s | %.1f MiB | %s, %s |\n", s.mix, s.ratio, s.perRound, b, s.rss, s.loadBefore, s.loadAfter)
+			cpu := fmt.Sprintf("%.2f×", s.cpu)
+			if s.cpuB != 0 {
+				cpu += fmt.Sprintf(" (%.2f×)", s.cpuB)
+			}
+			fmt.Printf("| %s | %.2f× | %.2f× | %s | %s | %.1f MiB | %s, %s |\n", s.mix, s.ratio, s.perRound, b, cpu, s.rss, s.loadBefore, s.loadAfter)
 		}
 	}
 	return nil
@@ -187,6 +191,7 @@ func run() error {
 type summary struct {
 	mix                   string
 	ratio, perRound, vsB  float64 // doctor/find; doctor-b/doctor, if timed
+	cpu, cpuB             float64 // doctor's and doctor-b's CPU (user+sys) / find's, medians
 	rss                   float64 // MiB
 	loadBefore, loadAfter string
 }
@@ -398,7 +403,22 @@ func report(cmds []*tool) summary {
 			a, b, ofMedians, strings.Join(parts, " "), perRound)
 		return ofMedians, perRound
 	}
+	// CPU time moves less with the machine's load than wall time does.
+	cpu := func(a, b string) float64 {
+		x, y := by[a], by[b]
+		if x == nil || y == nil {
+			return 0
+		}
+		var xs, ys []time.Duration
+		for i := range x.samples {
+			xs, ys = append(xs, x.samples[i].user+x.samples[i].sys), append(ys, y.samples[i].user+y.samples[i].sys)
+		}
+		r := float64(median(xs)) / float64(median(ys))
+		fmt.Printf("CPU (user+sys) %s/%s: %.2fx (ratio of medians)\n", a, b, r)
+		return r
+	}
 	fmt.Println()
+	sum.cpu, sum.cpuB = cpu("doctor", "find"), cpu("doctor-b", "find")
 	sum.ratio, sum.perRound = ratio("doctor", "find")
 	ratio("naive", "doctor")
 	ratio("doctor-b", "find")
