@@ -23,6 +23,7 @@ func init() {
 				return
 			}
 			defer f.Close()
+			runtime.GC() // the profile is as of the last collection
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 		}
 	}
