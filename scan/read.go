@@ -130,11 +130,15 @@ func readRecord(d fsx.Dir, name, file string) Record {
 // readFile reads the lock file l, or takes rec, its bytes read already
 // through the descriptor l.Info was taken from.
 func (w *Walker) readFile(d fsx.Dir, l *Lock, rec *Record) {
-	var r Record
+	// The record is made where it is kept: a local one escapes (recognise
+	// hands it to each format's functions) and is copied into the slice
+	// again, two allocations a lock file.
+	hs := make([]Record, 1)
+	r := &hs[0]
 	if rec != nil {
-		r = *rec
+		*r = *rec
 	} else {
-		r = readRecord(d, l.Name, l.Name)
+		*r = readRecord(d, l.Name, l.Name)
 	}
 	if longRecordOK(l.Name, r.Raw) {
 		r.Err = nil // a format whose first bytes name the holder (vim's)
@@ -144,7 +148,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock, rec *Record) {
 	}
 	if r.Err == nil {
 		l.Format, r.Holder, r.Err = ParsePidFile(r.Raw)
-		recognise(l, &r)
+		recognise(l, r)
 	}
 	switch {
 	case r.Err != nil:
@@ -157,7 +161,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock, rec *Record) {
 			l.KernelLock, l.Producer = k, k
 		}
 	}
-	l.Holders = []Record{r}
+	l.Holders = hs
 }
 
 // readDir reads a directory lock: generation B records and evidence inside,

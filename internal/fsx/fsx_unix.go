@@ -182,8 +182,13 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 		return nil, Stat{}, false, pathErr("open", dir, name, err)
 	}
 	defer unix.Close(fd)
-	st, err = fstat(fd, dir+"/"+name)
+	st, err = fstat(fd, "")
 	if err != nil {
+		// The path is named here, on failure only: every record of a
+		// walk is read through this function.
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Path = dir + "/" + name
+		}
 		return nil, Stat{}, false, err
 	}
 	if !st.Mode.IsRegular() {
