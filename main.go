@@ -9,4 +9,12 @@ import (
 	"github.com/lockctl/lockctl/internal/cli"
 )
 
-func main() { os.Exit(cli.Run(os.Args, os.Stdout, os.Stderr)) }
+// stopProfile ends a CPU profile begun at start; only a build with the
+// tag lockctlprof (profile.go) sets it.
+var stopProfile = func() {}
+
+func main() {
+	code := cli.Run(os.Args, os.Stdout, os.Stderr)
+	stopProfile()
+	os.Exit(code)
+}

@@ -316,6 +316,11 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 		Caveat:     res.Caveat,
 		Notes:      res.Notes,
 	}
+	if len(res.Facts) > 0 {
+		// Sized once: a gone lock has three or four, and grown one by one
+		// they were three allocations a lock. None stays nil (omitted).
+		j.Premises = make([]jsonPremise, 0, len(res.Facts))
+	}
 	for _, f := range res.Facts {
 		j.Premises = append(j.Premises, jsonPremise{Premise: string(f.Premise), Source: f.Source, Covered: f.Covers(), Gap: f.Gap})
 	}

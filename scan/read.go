@@ -21,12 +21,33 @@ import (
 //
 // With batch not nil, a lock directory with no record inside is not
 // finished but added to batch (readDir), and nil returned.
-func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[]*Lock) (*Lock, *NotLock) {
+//
+// typ is the type the listing of d gave name (fs.ModeIrregular where it
+// did not say). A regular file, the usual lock, is read at once, and
+// the Stat of the descriptor it was read through stands for the lstat
+// otherwise taken first (it is the same check: both are taken before the
+// bytes are read, and a file that is not regular any more when it is
+// opened is never read). Should that read fail in any way, the lock is
+// read as any other, from its lstat, and the failure is the one that
+// path meets.
+func (w *Walker) read(d fsx.Dir, name string, typ fs.FileMode, sides []side, dfs *dirFS, batch *[]*Lock) (*Lock, *NotLock) {
 	l := &Lock{Path: d.Join(name), Dir: d.Path(), Name: name, Format: FormatUnrecognized, FS: dfs.get()}
 	if w.beforeLockRead != nil {
 		w.beforeLockRead(name)
 	}
-	st, err := d.Lstat(name)
+	var rec *Record // the file's bytes, read already
+	var st Stat
+	var err error
+	if typ.IsRegular() && !isDataName(name) {
+		// Read through (r.Err nil), or read to MaxRecord and found
+		// larger (the bytes are kept, and the error is the record's).
+		if r := readRecord(d, name, name); r.Err == nil || r.Raw != nil && r.Info.Mode.IsRegular() {
+			rec, st = &r, r.Info
+		}
+	}
+	if rec == nil {
+		st, err = d.Lstat(name)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if len(sides) == 0 {
 			return nil, nil
@@ -61,7 +82,7 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 			return nil, nl
 		}
 		l.Kind = KindFile
-		w.readFile(d, l)
+		w.readFile(d, l, rec)
 	case st.Mode&fs.ModeSymlink != 0:
 		l.Kind = KindSymlink
 		readLinkLock(d, l)
@@ -106,8 +127,19 @@ func readRecord(d fsx.Dir, name, file string) Record {
 	return r
 }
 
-func (w *Walker) readFile(d fsx.Dir, l *Lock) {
-	r := readRecord(d, l.Name, l.Name)
+// readFile reads the lock file l, or takes rec, its bytes read already
+// through the descriptor l.Info was taken from.
+func (w *Walker) readFile(d fsx.Dir, l *Lock, rec *Record) {
+	// The record is made where it is kept: a local one escapes (recognise
+	// hands it to each format's functions) and is copied into the slice
+	// again, two allocations a lock file.
+	hs := make([]Record, 1)
+	r := &hs[0]
+	if rec != nil {
+		*r = *rec
+	} else {
+		*r = readRecord(d, l.Name, l.Name)
+	}
 	if longRecordOK(l.Name, r.Raw) {
 		r.Err = nil // a format whose first bytes name the holder (vim's)
 	}
@@ -116,7 +148,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 	}
 	if r.Err == nil {
 		l.Format, r.Holder, r.Err = ParsePidFile(r.Raw)
-		recognise(l, &r)
+		recognise(l, r)
 	}
 	switch {
 	case r.Err != nil:
@@ -129,7 +161,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock) {
 			l.KernelLock, l.Producer = k, k
 		}
 	}
-	l.Holders = []Record{r}
+	l.Holders = hs
 }
 
 // readDir reads a directory lock: generation B records and evidence inside,

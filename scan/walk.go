@@ -192,7 +192,7 @@ func (w *Walker) named(d fsx.Dir, name string) (*Lock, *NotLock, error) {
 	dfs := &dirFS{dir: d}
 	switch {
 	case found:
-		l, nl := w.read(d, name, sides, dfs, nil)
+		l, nl := w.read(d, name, fs.ModeIrregular, sides, dfs, nil)
 		return l, nl, nil
 	case len(sides) > 0:
 		return w.orphan(d, name, sides, dfs), nil, nil
@@ -279,6 +279,13 @@ func (w *Walker) warn(err error) {
 	}
 }
 
+// listed is a lock's name as the listing of its directory gave it, with
+// the type the file system reported (fs.ModeIrregular: it did not say).
+type listed struct {
+	name string
+	typ  fs.FileMode
+}
+
 // dir handles the open directory d, and closes it. ancestors are the
 // directories on the path from the root, so a bind-mount loop is noticed
 // rather than walked forever (symbolic links are never followed, so they
@@ -286,7 +293,7 @@ func (w *Walker) warn(err error) {
 func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 	defer d.Close()
 	var sides map[string][]side // most directories have none
-	var locks []string
+	var locks []listed
 	var subdirs []string
 	// Names are lent by Each: clone only the ones kept.
 	n := int64(0)
@@ -303,7 +310,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 			return
 		}
 		if w.Match.IsLock(name) {
-			locks = append(locks, strings.Clone(name))
+			locks = append(locks, listed{strings.Clone(name), typ})
 			return
 		}
 		// ModeIrregular: the file system did not say; OpenDir decides.
@@ -317,8 +324,9 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 	}
 	dfs := &dirFS{dir: d}
 	var batch []*Lock // lock directories with nothing inside
-	for _, name := range locks {
-		l, nl := w.read(d, name, sides[name], dfs, &batch)
+	for _, e := range locks {
+		name := e.name
+		l, nl := w.read(d, name, e.typ, sides[name], dfs, &batch)
 		switch {
 		case nl != nil:
 			w.notLock(nl)

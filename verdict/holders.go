@@ -246,9 +246,19 @@ func (j *Judge) pidSpace(placed bool) Fact {
 	}
 	f := j.namesakes(false)
 	f.Premise = NoProcess
-	f.Source = "pidfd_open and kill(pid, 0) here, and " + f.Source
+	if f.Source == everyNamespace {
+		f.Source = hereAndEveryNamespace // one string for every such lock, not one each
+	} else {
+		f.Source = "pidfd_open and kill(pid, 0) here, and " + f.Source
+	}
 	return f
 }
+
+// The sources of the premises of a pid of no stated namespace.
+const (
+	everyNamespace        = "the pids and thread ids (NSpid) of every process in every pid namespace"
+	hereAndEveryNamespace = "pidfd_open and kill(pid, 0) here, and " + everyNamespace
+)
 
 // namesakes is the premise that no other pid namespace has the pid, for a
 // record of no stated namespace (placed false): covered only where this
@@ -257,7 +267,7 @@ func (j *Judge) namesakes(placed bool) Fact {
 	if placed {
 		return Fact{NoNamesake, "the record, which names this pid namespace", ""}
 	}
-	f := Fact{NoNamesake, "the pids and thread ids (NSpid) of every process in every pid namespace", ""}
+	f := Fact{NoNamesake, everyNamespace, ""}
 	if _, ok := j.Probe.(PidSpace); !ok {
 		f.Gap = "this probe cannot look into other pid namespaces"
 	}

@@ -182,8 +182,13 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 		return nil, Stat{}, false, pathErr("open", dir, name, err)
 	}
 	defer unix.Close(fd)
-	st, err = fstat(fd, dir+"/"+name)
+	st, err = fstat(fd, "")
 	if err != nil {
+		// The path is named here, on failure only: every record of a
+		// walk is read through this function.
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Path = dir + "/" + name
+		}
 		return nil, Stat{}, false, err
 	}
 	if !st.Mode.IsRegular() {
@@ -214,6 +219,15 @@ func readFileAtFd(dirfd int, dir, name string, max int) (data []byte, st Stat, t
 			break
 		}
 		n += m
+		// All the bytes the Stat counted, and no more in a buffer with
+		// room for one more: the end, without a read that returns 0 to
+		// say so. Bytes written after this read could as well have been
+		// written after that one, so nothing is read here that a reader
+		// asking again could not have read (one read a record: the
+		// common lock).
+		if int64(n) == st.Size && n < len(buf) {
+			break
+		}
 	}
 	if n > max {
 		return buf[:max], st, true, nil

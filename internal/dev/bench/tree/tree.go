@@ -4,6 +4,11 @@
 // live processes shared by many locks, pids of processes that have been
 // started and reaped, or nobody at all.
 //
+// The kinds a tree holds, how many holders they share and how deep the
+// leaves are come from its Spec; Mixes names the fixed settings the
+// benchmark runs (issue 32), so that no single tree is what the figures
+// rest on.
+//
 // It is used by the Go benchmarks of package scan and by the reproducible
 // benchmark in internal/dev/bench (docs/performance.md).
 package tree
@@ -17,11 +22,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/kernel"
+	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
 )
 
@@ -43,8 +50,65 @@ const (
 	OwnerlessZero Kind = "ownerless-zero"  // a file saying "0"
 )
 
-// Kinds lists every kind in dealing order.
+// Kinds beyond the default tree's (issue 32), used by the mixes.
+const (
+	GoneKeyValue Kind = "gone-pid-kv"   // "pid=<reaped pid>\nhost=<host>\n"
+	GoneFilelock Kind = "gone-filelock" // Python filelock's "<reaped pid>\n<host>\n"
+	LiveFilelock Kind = "live-filelock" // "<live pid>\n<host>\n"
+	LiveUUCP     Kind = "live-uucp"     // "%10d\n" of a live pid
+	KernelFree   Kind = "kernel-free"   // lockctl's kernel-lock file, nobody holding it
+	EmptyIdle    Kind = "empty-idle"    // an empty file, as flock(1) leaves one
+)
+
+// Kinds lists the default tree's kinds in dealing order.
 var Kinds = []Kind{GonePid, GoneRegistryA, GoneLockctl, GoneUUCP, LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue, OwnerlessDir, OwnerlessZero}
+
+// AllKinds lists every kind the generator writes.
+var AllKinds = []Kind{GonePid, GoneRegistryA, GoneLockctl, GoneUUCP, GoneKeyValue, GoneFilelock,
+	LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue, LiveFilelock, LiveUUCP,
+	OwnerlessDir, OwnerlessZero, KernelFree, EmptyIdle}
+
+var (
+	goneKinds = []Kind{GonePid, GoneUUCP, GoneKeyValue, GoneLockctl, GoneRegistryA, GoneFilelock}
+	liveKinds = []Kind{LivePid, LiveUUCP, LiveKeyValue, LiveLockctl, LiveRegistryB, LiveFilelock}
+	halfKinds = []Kind{GonePid, LivePid, GoneUUCP, LiveUUCP, GoneKeyValue, LiveKeyValue,
+		GoneLockctl, LiveLockctl, GoneRegistryA, LiveRegistryB, GoneFilelock, LiveFilelock}
+)
+
+// Mix is a fixed setting of the generator: which kinds, how many holders,
+// how deep. Lock i is Kinds[i%len(Kinds)].
+type Mix struct {
+	Name  string
+	About string
+	Kinds []Kind
+	Live  int // live holder processes
+	Gone  int // distinct reaped pids
+	Depth int // levels from the root to a leaf directory (1: one directory)
+}
+
+// Mixes are the named trees of issue 32, "default" first: the tree
+// docs/performance.md measured before them.
+var Mixes = []Mix{
+	{"default", "ten kinds: 4 gone, 4 live (4 processes), 2 owner-less", Kinds, 4, 50, 3},
+	{"all-dead", "every holder gone: pid, uucp, pid-kv, lockctl, registry-a, filelock", goneKinds, 0, 50, 3},
+	{"all-live", "every holder live: pid, uucp, pid-kv, lockctl, registry-b, filelock", liveKinds, 4, 0, 3},
+	{"half", "half gone, half live, the same six formats each", halfKinds, 4, 50, 3},
+	{"many-holders", "half and half, 500 live processes and 5,000 reaped pids", halfKinds, 500, 5000, 3},
+	{"one-holder", "the default kinds, 1 live process and 1 reaped pid", Kinds, 1, 1, 3},
+	{"deep", "the default kinds, leaf directories 30 levels down", Kinds, 4, 50, 30},
+	{"shallow", "the default kinds, every entry in one directory", Kinds, 4, 50, 1},
+	{"formats", "every kind: adds filelock, dead pid-kv, free kernel-lock files, empty files", AllKinds, 4, 50, 3},
+}
+
+// MixNamed returns the mix called name.
+func MixNamed(name string) (Mix, bool) {
+	for _, m := range Mixes {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mix{}, false
+}
 
 // Proc is a live process a lock can name.
 type Proc struct {
@@ -115,9 +179,14 @@ type Spec struct {
 	Seed uint64
 	// Host names this machine, boot and pid namespace in the records.
 	Host verdict.Host
-	// Procs are the holders to name. Live and Gone must not be empty when
-	// Locks > 0.
+	// Procs are the holders to name. Live must not be empty when Kinds
+	// has a live kind, nor Gone when it has a gone one.
 	Procs *Procs
+	// Kinds are dealt to the locks in turn (default: Kinds).
+	Kinds []Kind
+	// Depth is how many levels down the leaf directories are (default 3;
+	// 1 puts every entry in one directory).
+	Depth int
 	// Workers is how many goroutines create files (default 4).
 	Workers int
 }
@@ -129,6 +198,7 @@ type Counts struct {
 	Files   int // plain files that are not locks
 	Locks   int
 	ByKind  map[Kind]int
+	Kinds   []Kind // as dealt: lock i (job<i>.lock) is Kinds[i%len(Kinds)]
 }
 
 // Build creates the tree under root, which must exist and be empty.
@@ -139,10 +209,23 @@ func Build(root string, s Spec) (Counts, error) {
 	if s.Workers <= 0 {
 		s.Workers = 4
 	}
-	if s.Locks > 0 && (s.Procs == nil || len(s.Procs.Live) == 0 || len(s.Procs.Gone) == 0) {
-		return Counts{}, fmt.Errorf("locks need live and gone holders")
+	if len(s.Kinds) == 0 {
+		s.Kinds = Kinds
 	}
-	c := Counts{ByKind: map[Kind]int{}}
+	if s.Depth <= 0 {
+		s.Depth = 3
+	}
+	if s.Locks > 0 {
+		for _, k := range s.Kinds {
+			switch {
+			case needsLive(k) && (s.Procs == nil || len(s.Procs.Live) == 0):
+				return Counts{}, fmt.Errorf("%s locks need live holders", k)
+			case needsGone(k) && (s.Procs == nil || len(s.Procs.Gone) == 0):
+				return Counts{}, fmt.Errorf("%s locks need gone holders", k)
+			}
+		}
+	}
+	c := Counts{ByKind: map[Kind]int{}, Kinds: s.Kinds}
 
 	dirs, err := makeLeaves(root, s, &c)
 	if err != nil {
@@ -158,7 +241,7 @@ func Build(root string, s Spec) (Counts, error) {
 	jobs := make([]lockJob, s.Locks)
 	lockEntries := 0
 	for i := range jobs {
-		k := Kinds[i%len(Kinds)]
+		k := s.Kinds[i%len(s.Kinds)]
 		jobs[i] = lockJob{dir: dirs[rng.IntN(len(dirs))], n: i, kind: k}
 		lockEntries += entriesOf(k)
 		c.ByKind[k]++
@@ -207,18 +290,35 @@ func Build(root string, s Spec) (Counts, error) {
 	return c, first
 }
 
-// makeLeaves makes the leaf directories, three levels deep
-// (root/aNN/bNN/cNN), enough for s.PerDir entries each, counting them in c.
+// makeLeaves makes the leaf directories, enough for s.PerDir entries each,
+// counting them in c: s.Depth levels deep, root/aNNN/bNNN/cNNN for 3, a
+// chain root/aNNN/x01/.../xMM/bNNN/cNNN shared by each aNNN's leaves for
+// more, and one directory root/flat holding everything for 1.
 func makeLeaves(root string, s Spec, c *Counts) ([]string, error) {
+	if s.Depth == 1 {
+		if err := os.Mkdir(filepath.Join(root, "flat"), 0o755); err != nil {
+			return nil, err
+		}
+		c.Dirs++
+		return []string{filepath.Join(root, "flat")}, nil
+	}
+	if s.Depth == 2 {
+		return nil, fmt.Errorf("depth %d: want 1, or 3 or more", s.Depth)
+	}
 	leaves := max(1, s.Entries/s.PerDir)
 	fan := max(1, int(math.Ceil(math.Cbrt(float64(leaves)))))
 	dirs := make([]string, 0, leaves)
 	made := map[string]bool{}
 	for i := 0; i < leaves; i++ {
 		a := fmt.Sprintf("a%03d", i/(fan*fan))
-		b := fmt.Sprintf("b%03d", (i/fan)%fan)
-		cc := fmt.Sprintf("c%03d", i%fan)
-		for _, d := range []string{a, filepath.Join(a, b), filepath.Join(a, b, cc)} {
+		path := []string{a}
+		for x := 1; x <= s.Depth-3; x++ {
+			path = append(path, filepath.Join(path[len(path)-1], fmt.Sprintf("x%02d", x)))
+		}
+		mid := path[len(path)-1]
+		b := filepath.Join(mid, fmt.Sprintf("b%03d", (i/fan)%fan))
+		cc := filepath.Join(b, fmt.Sprintf("c%03d", i%fan))
+		for _, d := range append(path, b, cc) {
 			if !made[d] {
 				made[d] = true
 				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
@@ -227,9 +327,17 @@ func makeLeaves(root string, s Spec, c *Counts) ([]string, error) {
 				c.Dirs++
 			}
 		}
-		dirs = append(dirs, filepath.Join(root, a, b, cc))
+		dirs = append(dirs, filepath.Join(root, cc))
 	}
 	return dirs, nil
+}
+
+func needsLive(k Kind) bool {
+	return slices.Contains([]Kind{LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue, LiveFilelock, LiveUUCP}, k)
+}
+
+func needsGone(k Kind) bool {
+	return slices.Contains([]Kind{GonePid, GoneRegistryA, GoneLockctl, GoneUUCP, GoneKeyValue, GoneFilelock}, k)
 }
 
 func fileName(i int) string {
@@ -260,8 +368,14 @@ func hexOf(n int, salt string) string {
 
 func writeLock(dir string, n int, k Kind, s Spec, now time.Time) error {
 	p := filepath.Join(dir, fmt.Sprintf("job%05d.lock", n))
-	live := s.Procs.Live[n%len(s.Procs.Live)]
-	gone := s.Procs.Gone[n%len(s.Procs.Gone)]
+	var live Proc
+	var gone int
+	if s.Procs != nil && len(s.Procs.Live) > 0 {
+		live = s.Procs.Live[n%len(s.Procs.Live)]
+	}
+	if s.Procs != nil && len(s.Procs.Gone) > 0 {
+		gone = s.Procs.Gone[n%len(s.Procs.Gone)]
+	}
 	h := s.Host
 	file := func(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 	lockctl := func(pid int, start uint64) error {
@@ -308,17 +422,46 @@ func writeLock(dir string, n int, k Kind, s Spec, now time.Time) error {
 		return os.Mkdir(p, 0o755)
 	case OwnerlessZero:
 		return file(p, "0\n")
+	case GoneKeyValue:
+		return file(p, fmt.Sprintf("pid=%d\nhost=%s\n", gone, h.Name))
+	case GoneFilelock:
+		return file(p, fmt.Sprintf("%d\n%s\n", gone, h.Name))
+	case LiveFilelock:
+		return file(p, fmt.Sprintf("%d\n%s\n", live.Pid, h.Name))
+	case LiveUUCP:
+		return file(p, fmt.Sprintf("%10d\n", live.Pid))
+	case KernelFree:
+		return file(p, scan.KernelRecord)
+	case EmptyIdle:
+		return file(p, "")
 	}
 	return fmt.Errorf("unknown kind %q", k)
 }
 
 // Expected is the verdict each kind should get, for checking a report.
+// An empty file is idle only by a complete look at every process's open
+// files; where some are hidden from this reader (a sandbox's pid 1), it is
+// PartialLook's verdict instead.
 func Expected(k Kind) verdict.Verdict {
-	switch k {
-	case GonePid, GoneRegistryA, GoneLockctl, GoneUUCP:
+	switch {
+	case needsGone(k):
 		return verdict.Gone
-	case LivePid, LiveRegistryB, LiveLockctl, LiveKeyValue:
+	case needsLive(k):
 		return verdict.Live
+	case k == KernelFree:
+		return verdict.Free
+	case k == EmptyIdle:
+		return verdict.Idle
 	}
 	return verdict.Ownerless
+}
+
+// PartialLook is the verdict kind k gets where not every process's open
+// files can be read: the same as Expected but for an empty file, which
+// is then owner-less (a doubt is never idle).
+func PartialLook(k Kind) verdict.Verdict {
+	if k == EmptyIdle {
+		return verdict.Ownerless
+	}
+	return Expected(k)
 }
