@@ -28,11 +28,7 @@ func (l *Lock) Release() error {
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)
 	}
 	defer d.Close()
-	// Whether anyone opened the lock directory while it was held: read
-	// before this release opens it itself.
-	if n, ok := l.opens.opens(); !ok || n > 0 {
-		l.opensSeen = true
-	}
+	l.othersOpened() // before this release opens the lock itself
 	in, err := d.OpenDir(l.name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &TakenOverError{Path: l.Path, Reason: "the lock is gone: it was broken by someone else"}
@@ -194,6 +190,14 @@ func finishOwnRelease(k Kernel, cur *scan.Lock, pid int) (bool, error) {
 		return false, fmt.Errorf("cannot finish the interrupted release of %s: %s", cur.Path, o.Reason)
 	}
 	return true, nil
+}
+
+// othersOpened notes whether anyone opened the lock directory while it was
+// held, or whether that cannot be told (openWatch).
+func (l *Lock) othersOpened() {
+	if n, ok := l.opens.opens(); !ok || n > 0 {
+		l.opensSeen = true
+	}
 }
 
 // lastOn makes sure this release is the lock's last holder before anything
