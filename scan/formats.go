@@ -102,6 +102,7 @@ var formats = []*FormatSpec{
 	&formatChromium,
 	&formatFirefox,
 	&formatFilelock,
+	&formatGnuPG,
 	&formatGit,
 	&formatProperLockfile,
 	&formatDpkg,

@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,6 +130,62 @@ func FuzzParseFilelock(f *testing.F) {
 		}
 		if h.BootID != "" && !uuid.MatchString(h.BootID) {
 			t.Fatalf("%q: boot id %q", b, h.BootID)
+		}
+	})
+}
+
+// producerRecords are seeds of FuzzParseProducerRecord, by format name:
+// records as each producer writes them (docs/formats.md quotes the source).
+var producerRecords = map[string][]string{
+	"gnupg": {"      4242\nbuild-7\n", "   2147483\nunknown\n"},
+}
+
+// FuzzParseProducerRecord: the record parser of every producer that has
+// no target of its own (the rooms of issue 43) never panics, and a record
+// it accepts names a positive pid written in it, laid out as that
+// producer writes it.
+func FuzzParseProducerRecord(f *testing.F) {
+	for name, seeds := range producerRecords {
+		for _, s := range seeds {
+			f.Add(name, []byte(s))
+		}
+	}
+	parsers := map[string]func([]byte) (*scan.Holder, error){}
+	for _, spec := range scan.Formats() {
+		if _, ok := producerRecords[spec.Name]; ok && spec.Parse != nil {
+			parsers[spec.Name] = spec.Parse
+		}
+	}
+	f.Fuzz(func(t *testing.T, name string, b []byte) {
+		parse := parsers[name]
+		if parse == nil {
+			return
+		}
+		in := append([]byte(nil), b...)
+		h, err := parse(b)
+		if string(in) != string(b) {
+			t.Fatalf("%s: the parser modified its input", name)
+		}
+		if err != nil {
+			if h != nil {
+				t.Fatalf("%s: holder %+v returned with error %v", name, h, err)
+			}
+			checkErr(t, err)
+			return
+		}
+		checkPid(t, h.Pid, h.PidText)
+		if h.Pid <= 0 {
+			t.Fatalf("%s %q: pid %d accepted", name, b, h.Pid)
+		}
+		var ok bool
+		switch name {
+		case "gnupg":
+			ok = string(b) == fmt.Sprintf("%10s\n%s\n", h.PidText, h.Host)
+		default:
+			t.Fatalf("%s: no check of what it accepts", name)
+		}
+		if !ok {
+			t.Fatalf("%s %q read as %+v", name, b, h)
 		}
 	})
 }

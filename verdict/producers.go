@@ -45,6 +45,7 @@ var producerRules = map[string]producerRule{
 	scan.ProducerFirefox:        {room: "scan/format_firefox.go"}, // its address: record, in holders.go (Holder.HostAddr)
 	scan.ProducerVim:            {room: "scan/format_vim.go", gone: vimUnsaved},
 	scan.ProducerFilelock:       {room: "scan/format_filelock.go"}, // its start token is a fence like lockctl's own
+	scan.ProducerGnuPG:          {room: "scan/format_gnupg.go", holder: gnupgNode},
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
@@ -190,6 +191,19 @@ func emacsBoot(j *Judge, h *scan.Holder, jd judged) judged {
 		jd.reason = fmt.Sprintf("pid %s is running, but Emacs recorded a boot at %s and this machine booted at %s: the pid belongs to another process (Emacs would take the lock)", h.PidText, stamp(h.Booted), stamp(j.Host.BootTime))
 	}
 	return jd
+}
+
+// gnupgNode: gpg takes a dotlock for its own node's only when the node
+// name in it is byte for byte its own uname(2) node name (common/dotlock.c,
+// read_lockfile: memcmp, then the newline); of any other, however alike,
+// it never removes it, and waits. lockctl, which compares host names
+// without regard to case, is held to that: a name that differs only in
+// case is foreign.
+func gnupgNode(j *Judge, h *scan.Holder) (judged, bool) {
+	if h.Host != j.Host.Name && strings.EqualFold(h.Host, j.Host.Name) {
+		return judged{v: Foreign, holder: h, reason: fmt.Sprintf("GnuPG recorded node %s, and this is %s: gpg compares node names byte for byte and takes such a lock as another node's, held", h.Host, j.Host.Name)}, true
+	}
+	return judged{}, false
 }
 
 // vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy
