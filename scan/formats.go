@@ -103,6 +103,8 @@ var formats = []*FormatSpec{
 	&formatFirefox,
 	&formatFilelock,
 	&formatGnuPG,
+	&formatShadow,
+	&formatXorg,
 	&formatGit,
 	&formatProperLockfile,
 	&formatDpkg,

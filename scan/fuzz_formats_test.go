@@ -137,7 +137,9 @@ func FuzzParseFilelock(f *testing.F) {
 // producerRecords are seeds of FuzzParseProducerRecord, by format name:
 // records as each producer writes them (docs/formats.md quotes the source).
 var producerRecords = map[string][]string{
-	"gnupg": {"      4242\nbuild-7\n", "   2147483\nunknown\n"},
+	"gnupg":  {"      4242\nbuild-7\n", "   2147483\nunknown\n"},
+	"shadow": {"4242\x00"},
+	"xorg":   {"      4242\n"},
 }
 
 // FuzzParseProducerRecord: the record parser of every producer that has
@@ -181,6 +183,10 @@ func FuzzParseProducerRecord(f *testing.F) {
 		switch name {
 		case "gnupg":
 			ok = string(b) == fmt.Sprintf("%10s\n%s\n", h.PidText, h.Host)
+		case "shadow":
+			ok = string(b) == h.PidText+"\x00"
+		case "xorg":
+			ok = string(b) == fmt.Sprintf("%10s\n", h.PidText)
 		default:
 			t.Fatalf("%s: no check of what it accepts", name)
 		}

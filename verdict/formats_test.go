@@ -47,10 +47,12 @@ func fixtureDir(name string) string {
 //	dir: <path>, an empty directory (repeatable)
 //	age: how long ago the lock was last modified (a Go duration)
 //	swap: pid=<pid> host=<host>, the lock is vim's swap of that block 0
+//	raw: "<Go-quoted string>", the lock's bytes exactly (a txtar file
+//	     always ends in a newline; shadow's record ends in a NUL)
 type fixture struct {
-	file, lock, want, holder, evidence, age, swap string
-	links, dirs                                   []string
-	ar                                            *txtar.Archive
+	file, lock, want, holder, evidence, age, swap, raw string
+	links, dirs                                        []string
+	ar                                                 *txtar.Archive
 }
 
 func readFixture(t *testing.T, file string) fixture {
@@ -83,6 +85,12 @@ func readFixture(t *testing.T, file string) fixture {
 			fx.age = v
 		case "swap":
 			fx.swap = v
+		case "raw":
+			raw, err := strconv.Unquote(v)
+			if err != nil {
+				t.Fatalf("%s: raw: %v", file, err)
+			}
+			fx.raw = raw
 		default:
 			t.Fatalf("%s: unknown key %q", file, k)
 		}
@@ -163,6 +171,14 @@ func (fx fixture) build(t *testing.T, root string) *scan.Lock {
 	lock := filepath.Join(root, fx.lock)
 	if fx.swap != "" {
 		if err := os.WriteFile(lock, swapBlock(t, fx.swap), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fx.raw != "" {
+		if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(lock, []byte(fx.raw), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

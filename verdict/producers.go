@@ -46,6 +46,8 @@ var producerRules = map[string]producerRule{
 	scan.ProducerVim:            {room: "scan/format_vim.go", gone: vimUnsaved},
 	scan.ProducerFilelock:       {room: "scan/format_filelock.go"}, // its start token is a fence like lockctl's own
 	scan.ProducerGnuPG:          {room: "scan/format_gnupg.go", holder: gnupgNode},
+	scan.ProducerShadow:         {room: "scan/format_shadow.go"}, // kill(pid, 0): the pid decides, as for any bare pid
+	scan.ProducerXorg:           {room: "scan/format_xorg.go"},   // kill(pid, 0): the pid decides, as for any bare pid
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,4 +131,141 @@ func utsString(f []int8) string {
 		b = append(b, byte(c))
 	}
 	return string(b)
+}
+
+// TestShadowVipwLock: a real vipw, waiting in its editor, holds
+// passwd.lock ("<pid>\0", shadow lib/commonio.c). It runs in a mount
+// namespace of its own with a copy of /etc bound over /etc, so the lock is
+// made in the test's directory and the machine's own /etc is never
+// touched, and the namespace ends with the test's processes. doctor says
+// live, naming vipw's pid, and --fix keeps it; SIGKILLed, vipw leaves it:
+// gone, --fix removes it, and vipw runs again without "already used by
+// PID".
+func TestShadowVipwLock(t *testing.T) {
+	vipw, err := exec.LookPath("vipw")
+	if err != nil {
+		t.Skip("vipw (Debian's passwd) is not installed")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare, to bind a copy of /etc over /etc in a mount namespace of its own")
+	}
+	r := lcNewReaper(t)
+	work := t.TempDir()
+	etc := filepath.Join(work, "etc")
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"passwd", "group", "shadow", "login.defs", "nsswitch.conf"} {
+		if b, err := os.ReadFile(filepath.Join("/etc", f)); err == nil {
+			testutil.WriteFile(t, filepath.Join(etc, f), b)
+		}
+	}
+	ready, editor := filepath.Join(work, "ready"), filepath.Join(work, "editor.sh")
+	testutil.WriteFile(t, editor, []byte("#!/bin/sh\n: >"+ready+"\nexec sleep 600\n"))
+	if err := os.Chmod(editor, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inNS := func() []string {
+		return []string{unshare, "-m", "sh", "-c", `mount --make-rprivate / && mount --bind "$1" /etc && exec "$2"`, "sh", etc, vipw}
+	}
+	lock := filepath.Join(etc, "passwd.lock")
+	v := r.start(append(ownHome(t, t.TempDir()), "EDITOR="+editor, "VISUAL="+editor), inNS()...)
+	testutil.WaitFor(t, 20*time.Second, "vipw to start its editor", func() bool { return lcExists(ready) || v.done() })
+	if v.done() {
+		t.Fatalf("vipw exited: %s", v.errText())
+	}
+	got := r.judgeOne(lock)
+	if got.Verdict != "live" || got.Producer != "shadow" || got.Holder == nil || got.Holder.Pid != int64(v.pid) {
+		t.Fatalf("doctor on a running vipw's lock: %s of %q (%s), want live, shadow, pid %d", got.Verdict, got.Producer, got.Reason, v.pid)
+	}
+	before := lcRead(t, lock)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", lock)
+	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a live vipw's lock: %q, %v", b, err)
+	}
+	v.kill()
+	got = r.judgeOne(lock)
+	if got.Verdict != "gone" || len(got.Remove) == 0 {
+		t.Fatalf("doctor on a SIGKILLed vipw's lock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
+	}
+	r.lockctl(nil, "doctor", "--fix", lock)
+	if lcExists(lock) {
+		t.Fatalf("--fix left a gone vipw's lock")
+	}
+	again := r.start(append(ownHome(t, t.TempDir()), "EDITOR=true", "VISUAL=true"), inNS()...)
+	if code := again.wait(30 * time.Second); code != 0 || strings.Contains(again.errText(), "already used") {
+		t.Errorf("vipw after --fix: exit %d\n%s", code, again.errText())
+	}
+}
+
+// TestXorgDisplayLock: a real Xvfb holds /tmp/.X<n>-lock ("%10lu\n",
+// xorg-server os/utils.c, LockServer). It runs in a mount namespace of its
+// own with the test's directory bound over /tmp, so the machine's own /tmp
+// and displays are never touched. doctor finds the lock with no --name:
+// live, naming the server's pid, and --fix keeps it; SIGKILLed, the server
+// leaves it: gone, --fix removes it, and Xvfb starts on that display again
+// (it would have removed it itself).
+func TestXorgDisplayLock(t *testing.T) {
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		t.Skip("Xvfb is not installed")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare, to bind a directory over /tmp in a mount namespace of its own")
+	}
+	r := lcNewReaper(t)
+	tmp := t.TempDir()
+	server := func() *lcProc {
+		return r.start(nil, unshare, "-m", "sh", "-c", `mount --make-rprivate / && mount --bind "$1" /tmp && exec "$2" :7 -nolisten tcp`, "sh", tmp, xvfb)
+	}
+	lock := filepath.Join(tmp, ".X7-lock")
+	x := server()
+	testutil.WaitFor(t, 20*time.Second, "Xvfb to lock display :7", func() bool { return lcExists(lock) || x.done() })
+	if x.done() {
+		t.Fatalf("Xvfb exited: %s", x.errText())
+	}
+	testutil.WaitFor(t, 10*time.Second, "Xvfb to write its pid", func() bool { b, _ := os.ReadFile(lock); return len(b) == 11 })
+	got := r.found(tmp)[".X7-lock"]
+	if got.Verdict != "live" || got.Producer != "xorg" || got.Holder == nil || got.Holder.Pid != int64(x.pid) {
+		t.Fatalf("doctor on a running Xvfb's display lock: %s of %q (%s), want live, xorg, pid %d", got.Verdict, got.Producer, got.Reason, x.pid)
+	}
+	before := lcRead(t, lock)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", tmp)
+	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a live Xvfb's display lock: %q, %v", b, err)
+	}
+	x.kill()
+	got = r.judgeOne(lock)
+	if got.Verdict != "gone" || len(got.Remove) == 0 {
+		t.Fatalf("doctor on a SIGKILLed Xvfb's display lock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
+	}
+	r.lockctl(nil, "doctor", "--fix", tmp)
+	if lcExists(lock) {
+		t.Fatalf("--fix left a gone Xvfb's display lock")
+	}
+	again := server()
+	testutil.WaitFor(t, 20*time.Second, "Xvfb to lock display :7 again", func() bool { return lcExists(lock) || again.done() })
+	if again.done() {
+		t.Fatalf("Xvfb after --fix exited: %s", again.errText())
+	}
+	again.kill()
+}
+
+// found runs doctor --json on dir, which holds more than locks (an X
+// server's socket directory), and returns its judgement of each lock
+// there, by base name.
+func (r *lcReaper) found(dir string) map[string]lcLock {
+	r.t.Helper()
+	res := r.lockctl(nil, "doctor", "--json", dir)
+	var doc lcDoc
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
+		r.t.Fatalf("lockctl doctor --json %s: exit %d, %v\n%s", dir, res.code, err, res.stderr)
+	}
+	out := map[string]lcLock{}
+	for _, l := range doc.Locks {
+		out[filepath.Base(l.Path)] = l
+	}
+	return out
 }
