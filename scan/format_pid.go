@@ -110,8 +110,12 @@ const InPlaceRule = "lockctl does not remove a bare pid file: its producer is no
 // taking the lock (InPlaceRule), or "" where its producers only create
 // (O_EXCL, link, mkdir, rename into place) and remove: a lock file whose
 // record is a bare pid (plain, UUCP or pid= lines) and whose producer is
-// not known. docs/fix-protocol.md has the table of formats.
+// not known, or the pid file inside a shell's lock directory
+// (FormatPidDir). docs/fix-protocol.md has the table of formats.
 func InPlace(l *Lock) string {
+	if l.Kind == KindDir && l.Format == FormatPidDir {
+		return InPlaceRule // its pid file: 'echo $$ > app.lock/pid'
+	}
 	if l.Kind != KindFile || l.Producer != "" {
 		return ""
 	}

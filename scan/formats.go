@@ -75,6 +75,10 @@ type FormatSpec struct {
 	// or "fcntl" (a POSIX record lock), which on Linux do not exclude
 	// each other.
 	kernelCall string
+	// inDir reads the lock directory l, open as in, whose entries are
+	// ents, when it holds no record lockctl's own layouts read, and says
+	// whether it was this format's.
+	inDir func(in fsx.Dir, l *Lock, ents []fsx.Entry) bool
 	// emptyDir says the empty lock directory name in d is this
 	// producer's.
 	emptyDir func(d fsx.Dir, name string) bool
@@ -95,6 +99,7 @@ var formats = []*FormatSpec{
 	&formatKernel,
 	&formatRegistryA,
 	&formatRegistryB,
+	&formatPidDir,
 	&formatVim,
 	&formatPostgres,
 	&formatMercurial,
@@ -210,6 +215,17 @@ func KernelCall(producer string) string {
 		}
 	}
 	return ""
+}
+
+// readInDir asks each format whose lock directory l (open as in, its
+// entries ents) may be, when no layout of lockctl's own read it.
+func readInDir(in fsx.Dir, l *Lock, ents []fsx.Entry) bool {
+	for _, f := range formats {
+		if f.inDir != nil && f.inDir(in, l, ents) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyDirProducer says whose empty lock directory name in d is, or "".

@@ -169,6 +169,8 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist 
 	case len(l.Writers) > 0 || len(l.Pending) > 0:
 		l.Format = FormatRegistryB
 		return sides, false
+	case readInDir(in, l, ents):
+		return sides, false // the shell's <lock>/pid
 	}
 	l.empty = len(ents) == 0
 	return sides, true

@@ -269,3 +269,32 @@ func (r *lcReaper) found(dir string) map[string]lcLock {
 	}
 	return out
 }
+
+// TestShellPidDir: the usual shell lock, 'mkdir app.lock && echo $$ >
+// app.lock/pid', made by a real sh: live while the shell runs, naming it;
+// once it is SIGKILLed, gone, but with no remedy and the reason (such
+// scripts take a stale lock by rewriting the pid file in place), and
+// --fix, even with --legacy-older-than, leaves it as it is.
+func TestShellPidDir(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "app.lock")
+	s := r.start(nil, sh, "-c", `mkdir "$1" && echo $$ > "$1/pid" && exec sleep 600`, "sh", lock)
+	testutil.WaitFor(t, 10*time.Second, "sh to take app.lock", func() bool { b, _ := os.ReadFile(filepath.Join(lock, "pid")); return len(b) > 0 || s.done() })
+	got := r.doctor(dir)["app.lock"]
+	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
+		t.Fatalf("doctor on a running shell's lock directory: %s (%s), want live, pid %d", got.Verdict, got.Reason, s.pid)
+	}
+	s.kill()
+	got = r.doctor(dir)["app.lock"]
+	if got.Verdict != "gone" || len(got.Remove) != 0 || !strings.Contains(strings.Join(got.Notes, "\n"), "in place") {
+		t.Fatalf("doctor on a SIGKILLed shell's lock directory: %s (%s), remove %v, notes %q; want gone, no remedy, the in-place reason", got.Verdict, got.Reason, got.Remove, got.Notes)
+	}
+	before := testutil.Snapshot(t, dir)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
+	testutil.SameTree(t, dir, before)
+}
