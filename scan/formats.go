@@ -110,6 +110,7 @@ var formats = []*FormatSpec{
 	&formatGnuPG,
 	&formatShadow,
 	&formatXorg,
+	&formatLibreOffice,
 	&formatGit,
 	&formatProperLockfile,
 	&formatDpkg,

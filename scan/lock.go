@@ -110,6 +110,9 @@ type Lock struct {
 	Postgres *Postgres
 	// Vim is what a vim swap file says beyond its pid.
 	Vim *Vim
+	// LibreOffice is what a LibreOffice document lock says beyond its
+	// user and host.
+	LibreOffice *LibreOffice
 	// Err is set when the lock could not be read at all.
 	Err error
 	// empty says a lock directory was empty when read (readDir).

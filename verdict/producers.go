@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -48,6 +49,7 @@ var producerRules = map[string]producerRule{
 	scan.ProducerGnuPG:          {room: "scan/format_gnupg.go", holder: gnupgNode},
 	scan.ProducerShadow:         {room: "scan/format_shadow.go"}, // kill(pid, 0): the pid decides, as for any bare pid
 	scan.ProducerXorg:           {room: "scan/format_xorg.go"},   // kill(pid, 0): the pid decides, as for any bare pid
+	scan.ProducerLibreOffice:    {room: "scan/format_libreoffice.go", lock: (*Judge).libreOfficeRule},
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
@@ -206,6 +208,28 @@ func gnupgNode(j *Judge, h *scan.Holder) (judged, bool) {
 		return judged{v: Foreign, holder: h, reason: fmt.Sprintf("GnuPG recorded node %s, and this is %s: gpg compares node names byte for byte and takes such a lock as another node's, held", h.Host, j.Host.Name)}, true
 	}
 	return judged{}, false
+}
+
+// libreOfficeRule judges a LibreOffice document lock, which records no
+// pid: another host's (LOCALHOST compared byte for byte, as sfx2's
+// docfile.cxx does) is foreign; this host's is owner-less, with no
+// remedy: LibreOffice itself takes it over silently only when run by the
+// same system user with the same profile ("this is own lock from the same
+// installation, it could remain because of crash"), which only one
+// LibreOffice at a time runs, and asks the user otherwise.
+func (j *Judge) libreOfficeRule(r Result) (Result, bool) {
+	lo := r.Lock.LibreOffice
+	if r.Lock.Kind != scan.KindFile || lo == nil || len(r.Lock.Holders) != 1 || r.Lock.Holders[0].Holder == nil {
+		return r, false
+	}
+	h := r.Lock.Holders[0].Holder
+	if j.Host.Name == "" || h.Host != j.Host.Name {
+		return r.set(judged{v: Foreign, holder: h, reason: fmt.Sprintf("LibreOffice recorded user %s on host %s, and this is %s: LibreOffice there may have the document open (it records no pid)", h.User, h.Host, cmp.Or(j.Host.Name, "a host whose name cannot be read"))}), true
+	}
+	r = r.set(judged{v: Ownerless, holder: h, reason: fmt.Sprintf("LibreOffice recorded user %s on this host, with the profile %s, at %s, and no pid: whether a LibreOffice still has the document open cannot be told from the lock", h.User, lo.Profile, lo.Time)})
+	r.Notes = append(r.Notes, fmt.Sprintf("LibreOffice run by %s with that profile takes this lock over by itself (a lock left by a crash); anyone else is asked", h.User))
+	r.Notes = append(r.Notes, scan.LibreOfficeInPlace)
+	return r, true
 }
 
 // vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy
