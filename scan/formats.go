@@ -111,6 +111,7 @@ var formats = []*FormatSpec{
 	&formatShadow,
 	&formatXorg,
 	&formatLibreOffice,
+	&formatTerraform,
 	&formatGit,
 	&formatProperLockfile,
 	&formatDpkg,

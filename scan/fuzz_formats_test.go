@@ -140,6 +140,7 @@ var producerRecords = map[string][]string{
 	"gnupg":       {"      4242\nbuild-7\n", "   2147483\nunknown\n"},
 	"shadow":      {"4242\x00"},
 	"xorg":        {"      4242\n"},
+	"terraform":   {`{"ID":"3b4f0c1e-6a0d-5f3e-9d7c-2a1b0c9d8e7f","Operation":"OperationTypeApply","Info":"","Who":"ann@build-7","Version":"1.9.8","Created":"2026-12-07T17:05:00.123456789Z","Path":"terraform.tfstate"}`},
 	"libreoffice": {",ann,build-7,07.12.2026 17:05,file:///home/ann/.config/libreoffice/4;", "Ann\\, B,ann,vm,01.01.2026 00:00,;"},
 }
 
@@ -176,7 +177,7 @@ func FuzzParseProducerRecord(f *testing.F) {
 			checkErr(t, err)
 			return
 		}
-		if name == "libreoffice" {
+		if name == "libreoffice" || name == "terraform" {
 			if h.Pid != 0 || h.PidText != "" {
 				t.Fatalf("%s %q: a pid %d (%q), where LibreOffice records none", name, b, h.Pid, h.PidText)
 			}
@@ -192,6 +193,8 @@ func FuzzParseProducerRecord(f *testing.F) {
 			ok = string(b) == fmt.Sprintf("%10s\n%s\n", h.PidText, h.Host)
 		case "shadow":
 			ok = string(b) == h.PidText+"\x00"
+		case "terraform":
+			ok = h.Command == "terraform" && strings.HasPrefix(string(b), "{")
 		case "libreoffice":
 			ok = strings.Contains(string(b), ","+h.User+",") && h.Host != "" && strings.HasSuffix(string(b), ";")
 		case "xorg":

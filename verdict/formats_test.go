@@ -239,7 +239,11 @@ func (fx fixture) judge(t *testing.T, l *scan.Lock) Result {
 		ev.shmKnow = true
 	case "shm-unseen":
 	case "held":
-		ev.held = map[[2]uint64][]KernelHolder{{l.Info.Dev, l.Info.Ino}: {apt}}
+		info := l.Info
+		if tf := l.Terraform; tf != nil {
+			info = tf.StateInfo // Terraform's lock is on its state file
+		}
+		ev.held = map[[2]uint64][]KernelHolder{{info.Dev, info.Ino}: {apt}}
 	case "free", "none":
 	case "partial":
 		ev.whole = false

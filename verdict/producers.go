@@ -2,7 +2,9 @@ package verdict
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -50,6 +52,7 @@ var producerRules = map[string]producerRule{
 	scan.ProducerShadow:         {room: "scan/format_shadow.go"}, // kill(pid, 0): the pid decides, as for any bare pid
 	scan.ProducerXorg:           {room: "scan/format_xorg.go"},   // kill(pid, 0): the pid decides, as for any bare pid
 	scan.ProducerLibreOffice:    {room: "scan/format_libreoffice.go", lock: (*Judge).libreOfficeRule},
+	scan.ProducerTerraform:      {room: "scan/format_terraform.go", lock: (*Judge).terraformRule},
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
@@ -230,6 +233,44 @@ func (j *Judge) libreOfficeRule(r Result) (Result, bool) {
 	r.Notes = append(r.Notes, fmt.Sprintf("LibreOffice run by %s with that profile takes this lock over by itself (a lock left by a crash); anyone else is asked", h.User))
 	r.Notes = append(r.Notes, scan.LibreOfficeInPlace)
 	return r, true
+}
+
+// terraformRule judges a Terraform lock info file by the lock it
+// describes: Terraform's local backend holds an fcntl write lock on the
+// whole state file (statemgr/filesystem_lock_unix.go), and the info file
+// only says who took it. Held while the kernel lists a lock on the state
+// file; free when the whole lock table lists none, or there is no state
+// file to hold one on (a later Terraform takes the lock and overwrites the
+// info); unknown when the table may not show it. Never removed.
+func (j *Judge) terraformRule(r Result) (Result, bool) {
+	tf := r.Lock.Terraform
+	if r.Lock.Kind != scan.KindFile || tf == nil {
+		return r, false
+	}
+	var h *scan.Holder
+	if len(r.Lock.Holders) == 1 {
+		h = r.Lock.Holders[0].Holder
+	}
+	what := fmt.Sprintf("Terraform's lock info for the state file %s (taken by %s for %s)", quoteName(tf.State), cmp.Or(tf.Who, "someone"), cmp.Or(tf.Operation, "an operation"))
+	switch {
+	case errors.Is(tf.StateErr, fs.ErrNotExist):
+		return r.set(judged{v: Free, holder: h, reason: what + ": there is no state file, so no lock on it is held; the next Terraform takes the lock and writes the info again"}), true
+	case tf.StateErr != nil:
+		return r.set(judged{v: Unknown, holder: h, reason: fmt.Sprintf("%s: the state file cannot be looked at (%v)", what, tf.StateErr)}), true
+	}
+	if _, ok := j.Evidence.(LockTable); !ok {
+		return r.set(judged{v: Unknown, holder: h, reason: what + ": Terraform holds it by an fcntl lock on the state file, and the kernel's lock table was not read"}), true
+	}
+	a := j.advisoryOn(r.Lock.Dir, tf.State, tf.StateInfo)
+	switch {
+	case len(a.holders) > 0:
+		r = r.set(judged{v: Live, holder: h, reason: what + ": the state file is locked: " + a.text})
+		r.Kernel = a.holders
+		return r, true
+	case !a.none:
+		return r.set(judged{v: Unknown, holder: h, reason: what + ": no lock on the state file is listed, but " + a.doubt}), true
+	}
+	return r.set(judged{v: Free, holder: h, reason: what + ": no process holds a lock on the state file, so it is free (Terraform that was killed leaves the info; the next one overwrites it)"}), true
 }
 
 // vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy

@@ -298,3 +298,67 @@ func TestShellPidDir(t *testing.T) {
 	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
 	testutil.SameTree(t, dir, before)
 }
+
+// TestTerraformStateLock: a real terraform console holds the local
+// backend's lock, an fcntl write lock on terraform.tfstate, and describes
+// it in .terraform.tfstate.lock.info. doctor finds the info with no
+// --name: live, naming terraform's pid as the lock's holder, and --fix
+// keeps it. SIGKILLed, terraform leaves the info behind: free (the kernel
+// dropped the lock), never removed, and the next terraform takes the lock
+// and writes its own info over it.
+func TestTerraformStateLock(t *testing.T) {
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("terraform is not installed")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	r := lcNewReaper(t)
+	work := t.TempDir()
+	testutil.WriteFile(t, filepath.Join(work, "main.tf"), []byte("output \"x\" { value = 1 }\n"))
+	in := filepath.Join(work, "stdin")
+	if err := syscall.Mkfifo(in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(ownHome(t, t.TempDir()), "TF_CLI_CONFIG_FILE=/dev/null", "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	// Its standard input a FIFO it holds open both ways: console waits on
+	// it for ever, holding the lock.
+	console := func() *lcProc {
+		return r.start(env, sh, "-c", `cd "$1" && exec "$2" console <>"$3"`, "sh", work, tf, in)
+	}
+	info := filepath.Join(work, ".terraform.tfstate.lock.info")
+	c := console()
+	testutil.WaitFor(t, 60*time.Second, "terraform console to lock the state", func() bool { return lcExists(info) || c.done() })
+	if c.done() {
+		t.Fatalf("terraform console exited: %s%s", c.outText(), c.errText())
+	}
+	got := r.found(work)[".terraform.tfstate.lock.info"]
+	if got.Verdict != "live" || got.Producer != "terraform" || !strings.Contains(got.Reason, "pid "+strconv.Itoa(c.pid)) {
+		t.Fatalf("doctor on a running terraform's lock info: %s of %q (%s), want live, terraform, pid %d", got.Verdict, got.Producer, got.Reason, c.pid)
+	}
+	before := lcRead(t, info)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", work)
+	if b, err := os.ReadFile(info); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a live terraform's lock info: %q, %v", b, err)
+	}
+	c.kill()
+	got = r.judgeOne(info)
+	if got.Verdict != "free" || len(got.Remove) != 0 {
+		t.Fatalf("doctor on a SIGKILLed terraform's lock info: %s (%s), remove %v, want free, no remedy", got.Verdict, got.Reason, got.Remove)
+	}
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", work)
+	if b, err := os.ReadFile(info); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a free terraform lock info: %q, %v", b, err)
+	}
+	again := console()
+	testutil.WaitFor(t, 60*time.Second, "terraform console to lock the state again", func() bool { b, _ := os.ReadFile(info); return string(b) != before || again.done() })
+	if again.done() {
+		t.Fatalf("terraform console after a killed one exited: %s%s", again.outText(), again.errText())
+	}
+	if got := r.judgeOne(info); got.Verdict != "live" {
+		t.Errorf("doctor on the next terraform's lock: %s (%s), want live", got.Verdict, got.Reason)
+	}
+	again.kill()
+}
