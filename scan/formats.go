@@ -101,6 +101,7 @@ var formats = []*FormatSpec{
 	&formatRegistryB,
 	&formatPidDir,
 	&formatVim,
+	&formatNano,
 	&formatPostgres,
 	&formatMercurial,
 	&formatEmacs,

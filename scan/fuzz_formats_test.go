@@ -141,6 +141,7 @@ var producerRecords = map[string][]string{
 	"shadow":      {"4242\x00"},
 	"xorg":        {"      4242\n"},
 	"terraform":   {`{"ID":"3b4f0c1e-6a0d-5f3e-9d7c-2a1b0c9d8e7f","Operation":"OperationTypeApply","Info":"","Who":"ann@build-7","Version":"1.9.8","Created":"2026-12-07T17:05:00.123456789Z","Path":"terraform.tfstate"}`},
+	"nano":        {nanoLock(0x4c3d, "root", "vm", "/tmp/f.txt")},
 	"libreoffice": {",ann,build-7,07.12.2026 17:05,file:///home/ann/.config/libreoffice/4;", "Ann\\, B,ann,vm,01.01.2026 00:00,;"},
 }
 
@@ -195,6 +196,8 @@ func FuzzParseProducerRecord(f *testing.F) {
 			ok = string(b) == h.PidText+"\x00"
 		case "terraform":
 			ok = h.Command == "terraform" && strings.HasPrefix(string(b), "{")
+		case "nano":
+			ok = len(b) == 1024 && strings.HasPrefix(string(b), "b0nano ") && int64(binary.LittleEndian.Uint32(b[24:28])) == h.Pid
 		case "libreoffice":
 			ok = strings.Contains(string(b), ","+h.User+",") && h.Host != "" && strings.HasSuffix(string(b), ";")
 		case "xorg":
@@ -206,4 +209,15 @@ func FuzzParseProducerRecord(f *testing.F) {
 			t.Fatalf("%s %q read as %+v", name, b, h)
 		}
 	})
+}
+
+// nanoLock is a nano lock file as nano 7.2's write_lockfile writes it.
+func nanoLock(pid uint32, user, host, file string) string {
+	b := make([]byte, 1024)
+	copy(b, "b0nano 7.2")
+	binary.LittleEndian.PutUint32(b[24:], pid)
+	copy(b[28:], user)
+	copy(b[68:], host)
+	copy(b[108:], file)
+	return string(b)
 }

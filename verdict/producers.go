@@ -53,6 +53,7 @@ var producerRules = map[string]producerRule{
 	scan.ProducerXorg:           {room: "scan/format_xorg.go"},   // kill(pid, 0): the pid decides, as for any bare pid
 	scan.ProducerLibreOffice:    {room: "scan/format_libreoffice.go", lock: (*Judge).libreOfficeRule},
 	scan.ProducerTerraform:      {room: "scan/format_terraform.go", lock: (*Judge).terraformRule},
+	scan.ProducerNano:           {room: "scan/format_nano.go"}, // another host's foreign, else its pid, as for vim
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -359,6 +360,72 @@ func TestTerraformStateLock(t *testing.T) {
 	}
 	if got := r.judgeOne(info); got.Verdict != "live" {
 		t.Errorf("doctor on the next terraform's lock: %s (%s), want live", got.Verdict, got.Reason)
+	}
+	again.kill()
+}
+
+// TestNanoLock: a real nano --locking, on a terminal script(1) gives it,
+// writes .<file>.swp (src/files.c, write_lockfile: "b0nano", its pid at
+// 24), which vim's reader would not take for a swap. doctor finds it with
+// no --name: live, naming nano's pid, and --fix keeps it; SIGKILLed, nano
+// leaves it: gone, --fix removes it, and nano opens the file again without
+// asking whether to open it anyway.
+func TestNanoLock(t *testing.T) {
+	nano, err := exec.LookPath("nano")
+	if err != nil {
+		t.Skip("nano is not installed")
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed: nano needs a terminal")
+	}
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	file, lock := filepath.Join(dir, "notes.txt"), filepath.Join(dir, ".notes.txt.swp")
+	testutil.WriteFile(t, file, []byte("first\n"))
+	in := filepath.Join(t.TempDir(), "stdin")
+	if err := syscall.Mkfifo(in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(ownHome(t, t.TempDir()), "TERM=xterm")
+	// script's standard input is a FIFO it holds open both ways, so it
+	// waits for ever; nano, its child on the terminal it made, with it.
+	start := func() *lcProc {
+		return r.start(env, "/bin/sh", "-c", `exec "$1" -q -E never -c "exec $2 --locking --ignorercfiles $3" /dev/null <>"$4"`, "sh", script, nano, file, in)
+	}
+	s := start()
+	testutil.WaitFor(t, 20*time.Second, "nano to write its lock", func() bool { b, _ := os.ReadFile(lock); return len(b) == 1024 || s.done() })
+	if s.done() {
+		t.Fatalf("script and nano exited: %s", s.errText())
+	}
+	got := r.found(dir)[".notes.txt.swp"]
+	if got.Verdict != "live" || got.Producer != "nano" || got.Holder == nil {
+		t.Fatalf("doctor on a running nano's lock: %s of %q (%s), want live, nano", got.Verdict, got.Producer, got.Reason)
+	}
+	pid := int(got.Holder.Pid)
+	if !slices.Contains(lcChildren(s.pid), pid) {
+		t.Fatalf("the lock names pid %d, which is not nano under script %d (%v)", pid, s.pid, lcChildren(s.pid))
+	}
+	before := lcRead(t, lock)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
+	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a live nano's lock: %v", err)
+	}
+	r.killPid(pid)
+	testutil.WaitFor(t, 10*time.Second, "nano to be gone", func() bool { return syscall.Kill(pid, 0) != nil })
+	got = r.judgeOne(lock)
+	if got.Verdict != "gone" || len(got.Remove) == 0 {
+		t.Fatalf("doctor on a SIGKILLed nano's lock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
+	}
+	s.kill()
+	r.lockctl(nil, "doctor", "--fix", dir)
+	if lcExists(lock) {
+		t.Fatalf("--fix left a gone nano's lock")
+	}
+	again := start()
+	testutil.WaitFor(t, 20*time.Second, "nano to lock the file again", func() bool { b, _ := os.ReadFile(lock); return len(b) == 1024 || again.done() })
+	if out := again.outText(); again.done() || strings.Contains(out, "open anyway") {
+		t.Errorf("nano after --fix: done %v\n%s", again.done(), out)
 	}
 	again.kill()
 }
