@@ -107,6 +107,7 @@ var formats = []*FormatSpec{
 	&formatEmacs,
 	&formatChromium,
 	&formatFirefox,
+	&formatCcache,
 	&formatFilelock,
 	&formatGnuPG,
 	&formatShadow,

@@ -59,7 +59,7 @@ func FuzzParseVimSwap(f *testing.F) {
 	})
 }
 
-var linkProducers = map[string]bool{scan.ProducerMercurial: true, scan.ProducerEmacs: true, scan.ProducerChromium: true, scan.ProducerFirefox: true}
+var linkProducers = map[string]bool{scan.ProducerMercurial: true, scan.ProducerEmacs: true, scan.ProducerChromium: true, scan.ProducerFirefox: true, scan.ProducerCcache: true}
 
 // FuzzParseLinkLock: a link lock's target never panics the parser, for
 // any producer, and one it accepts names a positive pid written in the
@@ -69,6 +69,7 @@ func FuzzParseLinkLock(f *testing.F) {
 	f.Add(scan.ProducerEmacs, "ann@build-7.example.com.4242:1796100000")
 	f.Add(scan.ProducerChromium, "vm-2719")
 	f.Add(scan.ProducerFirefox, "127.0.0.1:+4341")
+	f.Add(scan.ProducerCcache, "build-7.example-4242-140152213341952-1796100000.123456789")
 	f.Fuzz(func(t *testing.T, producer, target string) {
 		h, err := scan.ParseLinkLock(producer, target)
 		if err != nil {
@@ -94,6 +95,8 @@ func FuzzParseLinkLock(f *testing.F) {
 			ok = strings.HasPrefix(target, h.User+"@"+h.Host+"."+h.PidText)
 		case scan.ProducerChromium:
 			ok = target == h.Host+"-"+h.PidText
+		case scan.ProducerCcache:
+			ok = strings.HasPrefix(target, h.Host+"-"+h.PidText+"-")
 		case scan.ProducerFirefox:
 			ok = h.HostAddr && (target == h.Host+":"+h.PidText || target == h.Host+":+"+h.PidText)
 		}

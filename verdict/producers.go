@@ -54,6 +54,7 @@ var producerRules = map[string]producerRule{
 	scan.ProducerLibreOffice:    {room: "scan/format_libreoffice.go", lock: (*Judge).libreOfficeRule},
 	scan.ProducerTerraform:      {room: "scan/format_terraform.go", lock: (*Judge).terraformRule},
 	scan.ProducerNano:           {room: "scan/format_nano.go"}, // another host's foreign, else its pid, as for vim
+	scan.ProducerCcache:         {room: "scan/format_ccache.go", gone: ccacheQuiet},
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
@@ -272,6 +273,27 @@ func (j *Judge) terraformRule(r Result) (Result, bool) {
 		return r.set(judged{v: Unknown, holder: h, reason: what + ": no lock on the state file is listed, but " + a.doubt}), true
 	}
 	return r.set(judged{v: Free, holder: h, reason: what + ": no process holds a lock on the state file, so it is free (Terraform that was killed leaves the info; the next one overwrites it)"}), true
+}
+
+// CcacheStaleness is how long ccache takes a lock for held after its last
+// activity, whatever its holder: k_staleness_limit in util/lockfile.cpp.
+const CcacheStaleness = 2 * time.Second
+
+// ccacheQuiet: ccache breaks a lock only once it has been inactive for
+// CcacheStaleness (util/lockfile.cpp, do_acquire); until then it waits on
+// it, even when its pid is gone. lockctl is never more eager: a gone
+// holder's lock taken (by the time its target records, or the link's
+// mtime) less than that long ago is unknown for that while, never gone.
+func ccacheQuiet(_ *Judge, r Result) Result {
+	last := r.Lock.Info.Mtime
+	if h := r.Holder; h != nil && h.Since.After(last) {
+		last = h.Since
+	}
+	if age := time.Since(last); age < CcacheStaleness {
+		r = r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but the lock was taken %s ago, and ccache waits %s after a lock's last activity before it breaks it", r.Reason, ageText(age), CcacheStaleness)})
+		r.Remove = nil
+	}
+	return r
 }
 
 // vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy
