@@ -82,6 +82,10 @@ type FormatSpec struct {
 	// emptyDir says the empty lock directory name in d is this
 	// producer's.
 	emptyDir func(d fsx.Dir, name string) bool
+	// keepKnown says a lock found by one of the format's KnownNames, which
+	// no producer claimed, is still to be reported: its bytes are this
+	// format's (a daemon's pid file).
+	keepKnown func(l *Lock) bool
 	// longRecord says a lock file read to MaxRecord bytes, named name,
 	// is this format's, whose first bytes are what names its holder.
 	longRecord func(name string, raw []byte) bool
@@ -100,6 +104,7 @@ var formats = []*FormatSpec{
 	&formatRegistryA,
 	&formatRegistryB,
 	&formatPidDir,
+	&formatPidFile,
 	&formatVim,
 	&formatNano,
 	&formatPostgres,
@@ -226,6 +231,18 @@ func KernelCall(producer string) string {
 func readInDir(in fsx.Dir, l *Lock, ents []fsx.Entry) bool {
 	for _, f := range formats {
 		if f.inDir != nil && f.inDir(in, l, ents) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptByBytes says a lock found by a producer's name that no producer
+// claimed is reported all the same, its bytes being a format's that
+// keeps such locks (keepKnown).
+func keptByBytes(l *Lock) bool {
+	for _, f := range formats {
+		if f.keepKnown != nil && f.keepKnown(l) {
 			return true
 		}
 	}

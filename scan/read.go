@@ -74,7 +74,7 @@ func (w *Walker) read(d fsx.Dir, name string, sides []side, dfs *dirFS, batch *[
 // finish reads the side files of the lock l, read from d, and returns it,
 // or nil when it is not to be reported.
 func (w *Walker) finish(d fsx.Dir, l *Lock, sides []side, dfs *dirFS) *Lock {
-	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" {
+	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" && !keptByBytes(l) {
 		return nil // by a producer's name, but not that producer's
 	}
 	w.readSides(d, l, sides)

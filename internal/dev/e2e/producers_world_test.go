@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,4 +429,43 @@ func TestNanoLock(t *testing.T) {
 		t.Errorf("nano after --fix: done %v\n%s", again.done(), out)
 	}
 	again.kill()
+}
+
+// TestDaemonPidFile: a daemon's pid file, made by a real sh ('echo $$ >
+// run/app.pid'), is found in a walk with no --name: live while the shell
+// runs; once it is SIGKILLed, gone, with no remedy and the reason
+// (daemons rewrite their pid files in place), and --fix, even with
+// --legacy-older-than, leaves it as it is. A file that merely ends in .pid
+// is not reported.
+func TestDaemonPidFile(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	r := lcNewReaper(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(dir, "notes.pid"), []byte("not a pid\n"))
+	pidfile := filepath.Join(run, "app.pid")
+	s := r.start(nil, sh, "-c", `echo $$ > "$1" && exec sleep 600`, "sh", pidfile)
+	testutil.WaitFor(t, 10*time.Second, "sh to write its pid file", func() bool { b, _ := os.ReadFile(pidfile); return len(b) > 0 || s.done() })
+	found := r.found(dir)
+	if _, ok := found["notes.pid"]; ok || len(found) != 1 {
+		t.Errorf("doctor found %v, want app.pid alone", slices.Collect(maps.Keys(found)))
+	}
+	got := found["app.pid"]
+	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
+		t.Fatalf("doctor on a running daemon's pid file: %s (%s), want live, pid %d", got.Verdict, got.Reason, s.pid)
+	}
+	s.kill()
+	got = r.found(dir)["app.pid"]
+	if got.Verdict != "gone" || len(got.Remove) != 0 || !strings.Contains(strings.Join(got.Notes, "\n"), "in place") {
+		t.Fatalf("doctor on a SIGKILLed daemon's pid file: %s (%s), remove %v, notes %q; want gone, no remedy, the in-place reason", got.Verdict, got.Reason, got.Remove, got.Notes)
+	}
+	before := testutil.Snapshot(t, dir)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
+	testutil.SameTree(t, dir, before)
 }
