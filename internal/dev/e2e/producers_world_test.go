@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/dev/testutil"
 )
@@ -468,4 +471,55 @@ func TestDaemonPidFile(t *testing.T) {
 	before := testutil.Snapshot(t, dir)
 	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
 	testutil.SameTree(t, dir, before)
+}
+
+// TestCcacheAgreesOnGone: a ccache lock link naming this host and a dead
+// pid, quiet for longer than ccache's 2 s, is gone to doctor, and ccache
+// itself breaks it ("Breaking ... since it has been inactive") and zeroes
+// its statistics under it. One just taken is not gone yet: ccache would
+// still wait on it.
+func TestCcacheAgreesOnGone(t *testing.T) {
+	ccache, err := exec.LookPath("ccache")
+	if err != nil {
+		t.Skip("ccache is not installed")
+	}
+	r := lcNewReaper(t)
+	cache := filepath.Join(t.TempDir(), "ccache")
+	env := append(ownHome(t, t.TempDir()), "CCACHE_DIR="+cache)
+	if code := r.start(env, ccache, "-z").wait(30 * time.Second); code != 0 {
+		t.Fatalf("ccache -z on an empty cache: exit %d", code)
+	}
+	sub := filepath.Join(cache, "0")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, filepath.Join(sub, "stats"), nil)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(sub, "stats.lock")
+	dead := testutil.Gone(t)
+	taken := time.Now().Add(-time.Minute)
+	target := fmt.Sprintf("%s-%d-140152213341952-%d.%09d", host, dead, taken.Unix(), taken.Nanosecond())
+	if err := os.Symlink(target, lock); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.judgeOne(lock); got.Verdict != "unknown" || got.Producer != "ccache" {
+		t.Fatalf("doctor on a ccache lock of dead pid %d made just now: %s of %q (%s), want unknown, ccache", dead, got.Verdict, got.Producer, got.Reason)
+	}
+	ts := unix.NsecToTimespec(taken.UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, lock, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.judgeOne(lock); got.Verdict != "gone" || got.Producer != "ccache" {
+		t.Fatalf("doctor on a quiet ccache lock of dead pid %d: %s of %q (%s), want gone, ccache", dead, got.Verdict, got.Producer, got.Reason)
+	}
+	z := r.start(append(env, "CCACHE_DEBUG=1", "CCACHE_LOGFILE="+filepath.Join(t.TempDir(), "log")), ccache, "-z")
+	if code := z.wait(60 * time.Second); code != 0 {
+		t.Fatalf("ccache -z over the gone lock: exit %d\n%s", code, z.errText())
+	}
+	if t2, err := os.Readlink(lock); err == nil && t2 == target {
+		t.Errorf("ccache -z left the gone lock %s -> %s in place", lock, t2)
+	}
 }
