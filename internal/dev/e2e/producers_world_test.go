@@ -94,6 +94,9 @@ func TestGnuPGAgreesOnGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pid that is gone, made before the reaper, which would reap
+	// testutil.Gone's child first and leave it no status to wait for.
+	dead := testutil.Gone(t)
 	r := lcNewReaper(t)
 	home := filepath.Join(t.TempDir(), "gnupg")
 	if err := os.Mkdir(home, 0o700); err != nil {
@@ -101,7 +104,6 @@ func TestGnuPGAgreesOnGone(t *testing.T) {
 	}
 	env := append(ownHome(t, t.TempDir()), "GNUPGHOME="+home)
 	lock := filepath.Join(home, "pubring.kbx.lock")
-	dead := testutil.Gone(t)
 	node, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
@@ -483,6 +485,9 @@ func TestCcacheAgreesOnGone(t *testing.T) {
 	if err != nil {
 		t.Skip("ccache is not installed")
 	}
+	// A pid that is gone, made before the reaper, which would reap
+	// testutil.Gone's child first and leave it no status to wait for.
+	dead := testutil.Gone(t)
 	r := lcNewReaper(t)
 	cache := filepath.Join(t.TempDir(), "ccache")
 	env := append(ownHome(t, t.TempDir()), "CCACHE_DIR="+cache)
@@ -499,7 +504,6 @@ func TestCcacheAgreesOnGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := filepath.Join(sub, "stats.lock")
-	dead := testutil.Gone(t)
 	taken := time.Now().Add(-time.Minute)
 	target := fmt.Sprintf("%s-%d-140152213341952-%d.%09d", host, dead, taken.Unix(), taken.Nanosecond())
 	if err := os.Symlink(target, lock); err != nil {
