@@ -109,6 +109,11 @@ type Lock struct {
 	// reads.
 	kern Kernel
 	host verdict.Host
+	// opens counts the opens of the lock directory since it was flocked
+	// (openWatch), nil where it cannot; opensSeen is true once an open
+	// that was not this process's own was seen, or could not be ruled out.
+	opens     *openWatch
+	opensSeen bool
 }
 
 // File is the lock directory, open, with this process's flock on it: pass
@@ -339,6 +344,7 @@ func (l *Lock) flockBuilt(d fsx.Dir, tmp string) error {
 		return fmt.Errorf("cannot flock %s: %w", d.Join(tmp), err)
 	}
 	l.kernel = f
+	l.opens = newOpenWatch(f)
 	return nil
 }
 

@@ -102,6 +102,11 @@ func (p *publisher) try(name string) (published, again bool, err error) {
 	// Publish: the rename succeeds only if nothing, not even an empty
 	// directory, stands at the lock's name.
 	l.name = name
+	// The build's own opens so far are this process's: from here on, an
+	// open of the lock directory is someone else's (openWatch).
+	if _, ok := l.opens.opens(); !ok {
+		l.opensSeen = true
+	}
 	err = d.RenameNoReplace(tmp, d, name)
 	if errors.Is(err, fsx.ErrNoReplaceUnsupported) {
 		err = l.publishByMkdir(d, tmp)
@@ -234,6 +239,10 @@ func (l *Lock) publishByMkdir(d fsx.Dir, tmp string) (err error) {
 		}
 		l.dropKernel()
 		l.kernel = f
+		// Another inode than the build's, opened again below: a release
+		// of it looks at every process's open files.
+		l.opens.close()
+		l.opens = nil
 	}
 	t, err := d.OpenDir(tmp)
 	if err != nil {
@@ -264,6 +273,11 @@ func (l *Lock) settle(d fsx.Dir) error {
 		return fmt.Errorf("cannot acquire %s: %w", l.Path, err)
 	}
 	l.dirInfo = st
+	// Since the publishing rename, this process has not opened the lock
+	// directory: any open is someone else's.
+	if n, ok := l.opens.opens(); !ok || n != 0 {
+		l.opensSeen = true
+	}
 	return nil
 }
 

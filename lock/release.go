@@ -22,11 +22,17 @@ import (
 // left in place and *TakenOverError is returned.
 func (l *Lock) Release() error {
 	defer l.dropKernel()
+	defer func() { l.opens.close(); l.opens = nil }()
 	d, err := fsx.OpenDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("cannot release %s: %w", l.Path, err)
 	}
 	defer d.Close()
+	// Whether anyone opened the lock directory while it was held: read
+	// before this release opens it itself.
+	if n, ok := l.opens.opens(); !ok || n > 0 {
+		l.opensSeen = true
+	}
 	in, err := d.OpenDir(l.name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &TakenOverError{Path: l.Path, Reason: "the lock is gone: it was broken by someone else"}
@@ -227,11 +233,24 @@ func (l *Lock) lastOn(in fsx.Dir) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("cannot release %s: cannot flock it: %w", l.Path, err)
 	}
+	// Nobody but this release opened the directory since it was flocked
+	// (its two opens: Release's and the one above): nobody can have it
+	// open to flock it next, so the lock table's waiters are all there is
+	// to ask. Otherwise every process's open files are looked at.
+	quiet := false
+	if n, ok := l.opens.opens(); ok && n == 2 && !l.opensSeen {
+		_, quiet = k.(tableWaiters)
+	}
 	// A reader (doctor, an acquirer looking) has the lock open only for
 	// a moment, so one found only open is asked after again, a few
 	// times; a waiter the lock table lists is not.
 	for try := 1; ; try++ {
-		o, _ := k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)
+		var o []verdict.KernelHolder
+		if quiet {
+			o = k.(tableWaiters).WaitersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)
+		} else {
+			o, _ = k.OthersOn(l.dir, l.name, l.dirInfo.Dev, l.dirInfo.Ino)
+		}
 		if len(o) == 0 {
 			return f, nil
 		}

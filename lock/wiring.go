@@ -39,6 +39,14 @@ type Kernel interface {
 	OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool)
 }
 
+// tableWaiters is a Kernel that can list the requests blocked behind a
+// kernel lock on a file from the lock table alone, without OthersOn's
+// look at every process's open files: what a release asks when nobody
+// else has opened its lock (openWatch).
+type tableWaiters interface {
+	WaitersOn(dir, name string, dev, ino uint64) []verdict.KernelHolder
+}
+
 // errNoKernel is what a lock given no Kernel says of every start time.
 var errNoKernel = errors.New("no kernel was wired into package lock (lock.Options.Kernel)")
 

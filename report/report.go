@@ -517,12 +517,22 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 		}
 		line("cmdline", strings.Join(q, " "))
 	}
-	if len(res.Waiters) > 0 {
-		ws := make([]string, len(res.Waiters))
+	if n := len(res.Waiters); n > 0 {
+		// Folded: the first few, and how many more ('lockctl why PID'
+		// follows any one of them).
+		var ws []string
 		for i, w := range res.Waiters {
-			ws[i] = kernelText(w)
+			if i == 3 && n > 4 {
+				ws = append(ws, fmt.Sprintf("and %d more", n-i))
+				break
+			}
+			ws = append(ws, kernelText(w))
 		}
-		line("", "waited on by "+strings.Join(ws, "; "))
+		text := "waited on by " + strings.Join(ws, "; ")
+		if n > 1 {
+			text = fmt.Sprintf("%d processes wait on it: %s", n, strings.Join(ws, "; "))
+		}
+		line("", text)
 	}
 	if fixed {
 		line("action", fmt.Sprintf("%s: %s", o.Action, Clean(o.Reason)))

@@ -158,3 +158,22 @@ func TestDebrisUnderItsOwnLabel(t *testing.T) {
 		t.Errorf("a live lock with an abandoned build beside it reads:\n%s", out)
 	}
 }
+
+// TestWaitersFolded: a live lock with many waiters says how many, names a
+// few, and folds the rest into one line.
+func TestWaitersFolded(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)
+	live := verdict.Result{Lock: &scan.Lock{Path: "/r/x.lock", Kind: scan.KindFile, Format: scan.FormatEmpty}, Verdict: verdict.Live,
+		Reason: "flock held by pid 42 (flock)", Modified: now}
+	for i := range 6 {
+		live.Waiters = append(live.Waiters, verdict.KernelHolder{Pid: 100 + i, Comm: "flock", How: "flock", Mode: "WRITE"})
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &Report{Now: now, Results: []*verdict.Result{&live}}, NewStyles(&b)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "6 processes wait on it: pid 100,") || !strings.Contains(out, "and 3 more\n") || strings.Contains(out, "pid 105") {
+		t.Errorf("a lock with six waiters reads:\n%s", out)
+	}
+}

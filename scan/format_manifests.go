@@ -247,21 +247,11 @@ func dropTrailingCommas(b []byte) ([]byte, error) {
 		return nil, errors.New("not UTF-8")
 	}
 	out := make([]byte, 0, len(b))
-	in, esc := false, false
+	var q quoted
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		switch {
-		case in:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			}
-		case c == '"':
-			in = true
+		case q.inside(c):
 		case c == ',':
 			j := i + 1
 			for j < len(b) && (b[j] == ' ' || b[j] == '\n' || b[j] == '\t' || b[j] == '\r') {
@@ -274,6 +264,30 @@ func dropTrailingCommas(b []byte) ([]byte, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// quoted follows "strings", with their \ escapes, through bytes read in
+// order.
+type quoted struct{ in, esc bool }
+
+// inside says whether c is part of a string, its quotes included.
+func (q *quoted) inside(c byte) bool {
+	switch {
+	case q.in:
+		switch {
+		case q.esc:
+			q.esc = false
+		case c == '\\':
+			q.esc = true
+		case c == '"':
+			q.in = false
+		}
+		return true
+	case c == '"':
+		q.in = true
+		return true
+	}
+	return false
 }
 
 // jsonObject parses b, which must be exactly one JSON object.

@@ -251,21 +251,11 @@ func parseMixLock(b []byte) error {
 // "strings", and it closes only at its end.
 func balanced(s string) bool {
 	var stack []byte
-	in, esc := false, false
+	var q quoted
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case in:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			}
-		case c == '"':
-			in = true
+		case q.inside(c):
 		case c == '{' || c == '[':
 			stack = append(stack, c)
 		case c == '}' || c == ']':
@@ -282,7 +272,7 @@ func balanced(s string) bool {
 			}
 		}
 	}
-	return !in && len(stack) == 0
+	return !q.in && len(stack) == 0
 }
 
 // textLines splits b, which must be UTF-8 text without NUL, into lines,

@@ -1,6 +1,11 @@
 package verdict
 
-import "github.com/lockctl/lockctl/scan"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockctl/lockctl/scan"
+)
 
 // KernelHolder is a process that, by the kernel's own tables, holds a file:
 // by an advisory lock on it, or by having it open.
@@ -182,3 +187,27 @@ const (
 	SeenPartial              // looked, found no holder, but could not see every process
 	SeenComplete             // looked at every process: no holder
 )
+
+// Unread is Evidence that names the processes whose open files its look
+// could not read, and apart from them those an operator vouched hold none
+// of the locks asked about (doctor --not-a-holder), which then leave the
+// look complete.
+type Unread interface {
+	Unread() (unread, vouched []KernelHolder)
+}
+
+// names says a few processes in words: "pid 1 (init), pid 7 (x) and 3 more".
+func names(hs []KernelHolder) string {
+	var b []string
+	for i, h := range hs {
+		if i == 3 {
+			b = append(b, fmt.Sprintf("%d more", len(hs)-i))
+			break
+		}
+		b = append(b, fmt.Sprintf("pid %d (%s)", h.Pid, h.Comm))
+	}
+	if len(b) > 1 {
+		return strings.Join(b[:len(b)-1], ", ") + " and " + b[len(b)-1]
+	}
+	return strings.Join(b, "")
+}

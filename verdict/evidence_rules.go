@@ -43,6 +43,7 @@ func (j *Judge) kernelHolders(r Result) Result {
 	}
 	if len(found) == 0 {
 		emptyFile := l.Kind == scan.KindFile && l.Format == scan.FormatEmpty && l.Producer == ""
+		complete = j.vouchedLook(&r, complete)
 		r.Seen = SeenComplete
 		switch {
 		case !complete:
@@ -50,7 +51,7 @@ func (j *Judge) kernelHolders(r Result) Result {
 			if emptyFile {
 				r.Notes = append(r.Notes, EmptyFileReadings)
 			}
-			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read ("+j.Host.LookHint()+")")
+			r.Notes = append(r.Notes, "no process was seen holding it, but not every process's open files could be read"+j.unreadText()+" ("+j.Host.LookHint()+")")
 		case emptyFile:
 			// Nobody holds it or has it open, and nothing says whose it
 			// is: not a fault, and not free either (IdleReason).
@@ -77,6 +78,43 @@ func (j *Judge) kernelHolders(r Result) Result {
 		r.Notes = append(r.Notes, fmt.Sprintf("also %s by pid %d (%s)", how, o.Pid, o.Comm))
 	}
 	return r
+}
+
+// vouchedLook says whether a look that found no holder of r's lock is
+// complete, given that the evidence's own answer was complete: where it
+// is complete only because an operator vouched (--not-a-holder) for
+// processes whose open files cannot be read, the verdict says so; and a
+// vouch never covers a process that is this lock's recorded holder.
+func (j *Judge) vouchedLook(r *Result, complete bool) bool {
+	u, ok := j.Evidence.(Unread)
+	if !complete || !ok {
+		return complete
+	}
+	_, vouched := u.Unread()
+	if len(vouched) == 0 {
+		return true
+	}
+	for _, rec := range r.Lock.Holders {
+		for _, v := range vouched {
+			if rec.Holder != nil && rec.Holder.Pid == int64(v.Pid) {
+				r.Notes = append(r.Notes, fmt.Sprintf("--not-a-holder %d is not taken for this lock: pid %d is its recorded holder", v.Pid, v.Pid))
+				return false
+			}
+		}
+	}
+	r.Notes = append(r.Notes, "the look at every process's open files is complete only because --not-a-holder vouched that "+names(vouched)+", whose open files cannot be read, holds none of these locks")
+	return true
+}
+
+// unreadText names the processes whose open files could not be read, as
+// ": pid 1 (init)", where the evidence names them.
+func (j *Judge) unreadText() string {
+	if u, ok := j.Evidence.(Unread); ok {
+		if unread, _ := u.Unread(); len(unread) > 0 {
+			return ": " + names(unread) + "; 'lockctl doctor --not-a-holder PID' vouches for one known to hold none of these locks"
+		}
+	}
+	return ""
 }
 
 // lockedAnyway keeps a gone lock held when a live process has an advisory

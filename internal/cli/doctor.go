@@ -56,6 +56,7 @@ cover), or when the report cannot be written.`,
 			&cli.StringFlag{Name: "fail-on", Usage: "comma-separated verdicts that make the exit status 1, or 'none'", Value: joinVerdicts(defaultFail)},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "exit by the locks found even when some directories could not be read (by default an incomplete look exits 2)"},
 			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
+			&cli.IntSliceFlag{Name: "not-a-holder", Usage: "vouch that the process `PID` (repeatable; bound to its start time now) holds none of these locks where its open files cannot be read (a pid 1 or a confined process that hides them even from root); never a recorded holder, never a lockctl, never the kernel's lock table; every verdict it completes says so"},
 			&cli.StringFlag{Name: "via", Usage: "judge each foreign lock on the host its record names, by running `CMD` HOST lockctl judge (an argument vector split on blanks, as rsync -e does: 'ssh', 'ssh -p 2222', a wrapper script)"},
 			&cli.DurationFlag{Name: "via-timeout", Value: 10 * time.Second, Usage: "with --via, how long to wait for each host's answer"},
 			rootFlag, topFlag,
@@ -253,10 +254,8 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 	if len(d.opts.Paths) == 0 {
 		d.opts.Paths, d.opts.Named = defaultPaths()
 	}
-	d.opts.Host = judges.Host()
-	d.opts.Judge = judges.Doctor(d.opts.Host, c.Bool("fix"))
-	d.opts.Detail = judges.Detail
-	if d.opts.Via, err = viaOf(c); err != nil {
+	vouched, err := d.setJudges(c)
+	if err != nil {
 		return nil, err
 	}
 	// Reading directories waits on the disk as much as on the CPU: a few
@@ -271,7 +270,9 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 		fmt.Fprintf(stderr, "lockctl: %s%s\n", report.Clean(err.Error()), suffix)
 	}
 	if c.Bool("fix") {
-		d.opts.Fixer = fix.New(judges.Sweep(d.opts.Host))
+		sweep := judges.Sweep(d.opts.Host)
+		judges.Vouch(sweep, vouched)
+		d.opts.Fixer = fix.New(sweep)
 		d.opts.Fixer.Hook = fixHook(stderr)
 		d.opts.Fixer.LegacyOlderThan = legacy
 		d.opts.Conflict = func(res verdict.Result, o fix.Outcome) {
@@ -284,6 +285,20 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 		}
 	}
 	return d, nil
+}
+
+// setJudges gives the run its judge, its --not-a-holder vouches (returned,
+// for the fixer's judge too) and its --via.
+func (d *doctorRun) setJudges(c *cli.Context) (vouched map[int]uint64, err error) {
+	d.opts.Host = judges.Host()
+	d.opts.Judge = judges.Doctor(d.opts.Host, c.Bool("fix"))
+	if vouched, err = judges.NotAHolder(c.IntSlice("not-a-holder")); err != nil {
+		return nil, &exitCode{code: ExitError, err: err, hint: "vouch only for a running process you know holds none of these locks"}
+	}
+	judges.Vouch(d.opts.Judge, vouched)
+	d.opts.Detail = judges.Detail
+	d.opts.Via, err = viaOf(c, d.quiet)
+	return vouched, err
 }
 
 // stream runs doctor writing each lock as it is judged (--json-lines):
@@ -333,7 +348,7 @@ func quoteAll(paths []string) string {
 
 // viaOf reads --via and --via-timeout: the judge of foreign locks on their
 // own hosts, or nil.
-func viaOf(c *cli.Context) (func([]verdict.Result) []verdict.Result, error) {
+func viaOf(c *cli.Context, quiet bool) (func([]verdict.Result) []verdict.Result, error) {
 	via := strings.Fields(c.String("via"))
 	switch t := c.Duration("via-timeout"); {
 	case len(via) == 0 && c.IsSet("via"):
@@ -343,6 +358,13 @@ func viaOf(c *cli.Context) (func([]verdict.Result) []verdict.Result, error) {
 	case t <= 0:
 		return nil, usageErr("--via-timeout %s: want a positive duration", t)
 	default:
-		return (&remote.Via{Command: via, Timeout: t}).Judge, nil
+		v := &remote.Via{Command: via, Timeout: t}
+		if !quiet {
+			stderr := c.App.ErrWriter
+			v.Asking = func(hosts []string) {
+				fmt.Fprintf(stderr, "lockctl: asking %s through %s: %s\n", plural(len(hosts), "1 host", fmt.Sprintf("%d hosts", len(hosts))), report.Clean(strings.Join(via, " ")), strings.Join(hosts, ", "))
+			}
+		}
+		return v.Judge, nil
 	}
 }

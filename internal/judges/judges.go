@@ -160,13 +160,9 @@ func (Kernel) ReserveJudge(host verdict.Host) *verdict.Judge { return Reserve(ho
 // waited, or between its open and its flock, is in no table, but it has
 // the file open. complete is false when not every process's open files
 // could be seen.
-func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
+func (k Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder, complete bool) {
 	ev := &kernel.KernelEvidence{}
-	var waiting []verdict.KernelHolder
-	if d, ok := any(ev).(verdict.LockDetail); ok {
-		// The table lists the file under its mount's device (Cover).
-		waiting = d.Waiters(d.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino}).Dev, ino)
-	}
+	waiting := waitersOn(ev, dir, name, dev, ino)
 	open, complete := ev.Holders(dev, ino)
 	self := os.Getpid()
 	for _, h := range append(waiting, open...) {
@@ -175,6 +171,28 @@ func (Kernel) OthersOn(dir, name string, dev, ino uint64) (others []verdict.Kern
 		}
 	}
 	return others, complete
+}
+
+// WaitersOn lists the requests blocked behind a kernel lock on the file
+// (dev, ino) at dir/name, from the kernel's lock table alone, leaving out
+// this process: for a release whose lock nobody else has opened since it
+// was taken (lock's openWatch).
+func (Kernel) WaitersOn(dir, name string, dev, ino uint64) (others []verdict.KernelHolder) {
+	self := os.Getpid()
+	for _, h := range waitersOn(&kernel.KernelEvidence{}, dir, name, dev, ino) {
+		if h.Pid != self {
+			others = append(others, h)
+		}
+	}
+	return others
+}
+
+func waitersOn(ev *kernel.KernelEvidence, dir, name string, dev, ino uint64) []verdict.KernelHolder {
+	if d, ok := any(ev).(verdict.LockDetail); ok {
+		// The table lists the file under its mount's device (Cover).
+		return d.Waiters(d.Cover(dir, name, fsx.Stat{Dev: dev, Ino: ino}).Dev, ino)
+	}
+	return nil
 }
 
 // LockHolders implements lock.Kernel: the processes that hold the file
@@ -208,4 +226,34 @@ func (Kernel) LockHolders(dir, name string, dev, ino uint64) []verdict.KernelHol
 		}
 	}
 	return out
+}
+
+// NotAHolder binds each of pids, which an operator vouches holds none of
+// the locks doctor judges (--not-a-holder), to its start time now. It
+// refuses a pid that is not a running process whose start time can be
+// read, and a lockctl process, whose locks are its records.
+func NotAHolder(pids []int) (map[int]uint64, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
+	out := map[int]uint64{}
+	for _, pid := range pids {
+		start, err := probeStart(pid)
+		if err != nil {
+			return nil, fmt.Errorf("--not-a-holder %d: %w", pid, err)
+		}
+		if kernel.Program(pid) == "lockctl" || kernel.Command(pid) == "lockctl" {
+			return nil, fmt.Errorf("--not-a-holder %d: pid %d is a lockctl process, whose locks are its records: it cannot be vouched for", pid, pid)
+		}
+		out[pid] = start
+	}
+	return out, nil
+}
+
+// Vouch has j's evidence take vouched (NotAHolder) as holding none of the
+// locks it is asked about, where its open files cannot be read.
+func Vouch(j *verdict.Judge, vouched map[int]uint64) {
+	if e, ok := j.Evidence.(*kernel.KernelEvidence); ok && len(vouched) > 0 {
+		e.Vouched = vouched
+	}
 }

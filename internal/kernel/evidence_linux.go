@@ -8,6 +8,7 @@
 package kernel
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,13 @@ type KernelEvidence struct {
 	// it is removed, when a process may have opened it since the last
 	// question (the legacy sweep; safety before speed there).
 	Fresh bool
+
+	// Vouched are the processes an operator vouched hold none of the locks
+	// asked about (doctor --not-a-holder), each with its start time when
+	// doctor began: one of them whose open files cannot be read does not
+	// make a look incomplete, while it still has that start time. It
+	// never touches /proc/locks' entries.
+	Vouched map[int]uint64
 
 	once sync.Once
 	mu   sync.Mutex // guards look, with Fresh
@@ -100,7 +108,39 @@ func (k *KernelEvidence) Holders(dev, ino uint64) ([]verdict.KernelHolder, bool)
 		l := locks[key][0]
 		hs = append(hs, verdict.KernelHolder{Pid: l.pid, How: l.how + InheritedNote, Mode: l.mode})
 	}
-	return hs, look.complete && t.ok && len(look.unseen) == 0
+	return hs, look.complete && t.ok && len(k.stillUnseen(look.unseen)) == 0
+}
+
+// stillUnseen is unseen without the processes vouched for (Vouched) that
+// still have the start time they were vouched for with.
+func (k *KernelEvidence) stillUnseen(unseen []int) []int {
+	if len(k.Vouched) == 0 {
+		return unseen
+	}
+	var out []int
+	for _, pid := range unseen {
+		start, ok := k.Vouched[pid]
+		if p := (KernelProbe{}).Probe(pid); !ok || p.State != verdict.StateRunning || !p.HasStart || p.Start != start {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Unread implements verdict.Unread: the processes whose open files the
+// look could not read, each named, and which of them were vouched for.
+func (k *KernelEvidence) Unread() (unread, vouched []verdict.KernelHolder) {
+	look := k.lastLook()
+	still := k.stillUnseen(look.unseen)
+	for _, pid := range look.unseen {
+		h := verdict.KernelHolder{Pid: pid, Comm: comm(pid)}
+		if slices.Contains(still, pid) {
+			unread = append(unread, h)
+		} else {
+			vouched = append(vouched, h)
+		}
+	}
+	return unread, vouched
 }
 
 // Unseen returns the processes whose open files the look could not see

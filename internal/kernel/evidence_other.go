@@ -8,8 +8,9 @@ import "github.com/lockctl/lockctl/verdict"
 // verdict.NoEvidence, never finding a holder and always incomplete.
 type KernelEvidence struct {
 	// Probe and Fresh are as on Linux; they are unused here.
-	Probe verdict.Probe
-	Fresh bool
+	Probe   verdict.Probe
+	Fresh   bool
+	Vouched map[int]uint64
 }
 
 // Holders implements Evidence.

@@ -26,6 +26,9 @@ type Via struct {
 	Command []string
 	// Timeout bounds each host's answer (--via-timeout).
 	Timeout time.Duration
+	// Asking, when not nil, is told which hosts are asked, before they
+	// are (doctor's progress on stderr).
+	Asking func(hosts []string)
 }
 
 // ExitUnreachable is ssh's exit status when it cannot reach the host.
@@ -52,6 +55,9 @@ func (v *Via) Judge(results []verdict.Result) []verdict.Result {
 			hosts = append(hosts, host)
 		}
 		byHost[host] = append(byHost[host], i)
+	}
+	if v.Asking != nil && len(hosts) > 0 {
+		v.Asking(hosts)
 	}
 	var wg sync.WaitGroup
 	for _, host := range hosts {

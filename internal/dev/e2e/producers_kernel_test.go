@@ -105,7 +105,8 @@ public class Log {
 }
 `))
 		testutil.Mkdir(t, filepath.Join(root, "java"))
-		jvm = r.start(nil, java, src, filepath.Join(root, "java", "java0.log"))
+		// No hsperfdata file in /tmp, which a SIGKILLed JVM leaves behind.
+		jvm = r.start(nil, java, "-XX:-UsePerfData", src, filepath.Join(root, "java", "java0.log"))
 		testutil.WaitFor(t, 60*time.Second, "the JVM to log", func() bool { return strings.Contains(jvm.outText(), "locked") || jvm.done() })
 		if jvm.done() {
 			t.Fatalf("java exited: %s", jvm.errText())
@@ -228,7 +229,7 @@ func goModVersion(t *testing.T, path string) string {
 // hasJavaCompiler says java can run a source file (JEP 330): a JDK, not a
 // bare JRE.
 func hasJavaCompiler(java string) bool {
-	out, err := exec.Command(java, "--list-modules").Output()
+	out, err := exec.Command(java, "-XX:-UsePerfData", "--list-modules").Output()
 	return err == nil && strings.Contains(string(out), "jdk.compiler@")
 }
 

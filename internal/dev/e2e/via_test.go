@@ -80,6 +80,9 @@ func TestDoctorVia(t *testing.T) {
 		if err := jsonUnmarshal(res.stdout, &doc); err != nil || len(doc.Locks) != 1 || res.code != want {
 			t.Fatalf("doctor --via %s: exit %d (want %d), %v\n%s\n%s", strings.Join(args, " "), res.code, want, err, res.stdout, res.stderr)
 		}
+		if asked := "lockctl: asking 1 host through " + ssh + ": "; !strings.Contains(res.stderr, asked) && !strings.Contains(strings.Join(doc.Locks[0].Notes, " "), "not asked") {
+			t.Errorf("doctor --via does not say which hosts it asks (%q):\n%s", asked, res.stderr)
+		}
 		return doc.Locks[0]
 	}
 	if got := via(cli.ExitOK, l); got.Verdict != "live" || !strings.Contains(got.Reason, "judged on host hostb") {
