@@ -75,9 +75,17 @@ type FormatSpec struct {
 	// or "fcntl" (a POSIX record lock), which on Linux do not exclude
 	// each other.
 	kernelCall string
+	// inDir reads the lock directory l, open as in, whose entries are
+	// ents, when it holds no record lockctl's own layouts read, and says
+	// whether it was this format's.
+	inDir func(in fsx.Dir, l *Lock, ents []fsx.Entry) bool
 	// emptyDir says the empty lock directory name in d is this
 	// producer's.
 	emptyDir func(d fsx.Dir, name string) bool
+	// keepKnown says a lock found by one of the format's KnownNames, which
+	// no producer claimed, is still to be reported: its bytes are this
+	// format's (a daemon's pid file).
+	keepKnown func(l *Lock) bool
 	// longRecord says a lock file read to MaxRecord bytes, named name,
 	// is this format's, whose first bytes are what names its holder.
 	longRecord func(name string, raw []byte) bool
@@ -95,13 +103,22 @@ var formats = []*FormatSpec{
 	&formatKernel,
 	&formatRegistryA,
 	&formatRegistryB,
+	&formatPidDir,
+	&formatPidFile,
 	&formatVim,
+	&formatNano,
 	&formatPostgres,
 	&formatMercurial,
 	&formatEmacs,
 	&formatChromium,
 	&formatFirefox,
+	&formatCcache,
 	&formatFilelock,
+	&formatGnuPG,
+	&formatShadow,
+	&formatXorg,
+	&formatLibreOffice,
+	&formatTerraform,
 	&formatGit,
 	&formatProperLockfile,
 	&formatDpkg,
@@ -207,6 +224,29 @@ func KernelCall(producer string) string {
 		}
 	}
 	return ""
+}
+
+// readInDir asks each format whose lock directory l (open as in, its
+// entries ents) may be, when no layout of lockctl's own read it.
+func readInDir(in fsx.Dir, l *Lock, ents []fsx.Entry) bool {
+	for _, f := range formats {
+		if f.inDir != nil && f.inDir(in, l, ents) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptByBytes says a lock found by a producer's name that no producer
+// claimed is reported all the same, its bytes being a format's that
+// keeps such locks (keepKnown).
+func keptByBytes(l *Lock) bool {
+	for _, f := range formats {
+		if f.keepKnown != nil && f.keepKnown(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyDirProducer says whose empty lock directory name in d is, or "".

@@ -110,6 +110,12 @@ type Lock struct {
 	Postgres *Postgres
 	// Vim is what a vim swap file says beyond its pid.
 	Vim *Vim
+	// LibreOffice is what a LibreOffice document lock says beyond its
+	// user and host.
+	LibreOffice *LibreOffice
+	// Terraform is what a Terraform lock info file says, and the state
+	// file whose kernel lock is the lock itself.
+	Terraform *Terraform
 	// Err is set when the lock could not be read at all.
 	Err error
 	// empty says a lock directory was empty when read (readDir).

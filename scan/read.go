@@ -95,7 +95,7 @@ func (w *Walker) read(d fsx.Dir, name string, typ fs.FileMode, sides []side, dfs
 // finish reads the side files of the lock l, read from d, and returns it,
 // or nil when it is not to be reported.
 func (w *Walker) finish(d fsx.Dir, l *Lock, sides []side, dfs *dirFS) *Lock {
-	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" {
+	if w.Match.OnlyIfKnown(l.Name) && l.Producer == "" && l.KernelLock == "" && !keptByBytes(l) {
 		return nil // by a producer's name, but not that producer's
 	}
 	w.readSides(d, l, sides)
@@ -201,6 +201,8 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist 
 	case len(l.Writers) > 0 || len(l.Pending) > 0:
 		l.Format = FormatRegistryB
 		return sides, false
+	case readInDir(in, l, ents):
+		return sides, false // the shell's <lock>/pid
 	}
 	l.empty = len(ents) == 0
 	return sides, true

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -355,7 +356,9 @@ func TestWalkPidFiles(t *testing.T) {
 		paths = append(paths, filepath.Join(reg, f.name))
 	}
 	writeFile(t, filepath.Join(reg, "notes.txt"), "4213\n")
-	writeFile(t, filepath.Join(reg, "app.pid"), "4213\n")
+	// A daemon's pid file is found by default now (TestWalkFindsPidFiles);
+	// one whose bytes are no pid is not.
+	writeFile(t, filepath.Join(reg, "app.pid"), "not a pid\n")
 
 	res := walk(t, reg, nil)
 	if res.err != nil || len(res.warns) > 0 {
@@ -508,7 +511,7 @@ func TestNewMatcher(t *testing.T) {
 	}
 	for name, want := range map[string]bool{
 		"x.lock": true, ".config.lock": true, "a.lck": true, "LCK..ttyS0": true,
-		"x.lock.holder": false, "x.pid": false, "LCK.ttyS0": false,
+		"x.lock.holder": false, "x.pid": true, "LCK.ttyS0": false,
 		"postmaster.pid": true, "lock": true, "SingletonLock": true, ".#notes.txt": true,
 	} {
 		if got := m.IsLock(name); got != want {
@@ -516,10 +519,38 @@ func TestNewMatcher(t *testing.T) {
 		}
 	}
 	// A producer's names are kept only when that producer's.
-	for name, want := range map[string]bool{"lock": true, "wlock": true, "SingletonLock": true, ".#notes.txt": true, "x.lock": false, "postmaster.pid": false} {
+	for name, want := range map[string]bool{"lock": true, "wlock": true, "SingletonLock": true, ".#notes.txt": true, "x.pid": true, "x.lock": false, "postmaster.pid": false} {
 		if got := m.OnlyIfKnown(name); got != want {
 			t.Errorf("default OnlyIfKnown(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestWalkFindsPidFiles: with the default names a walk reports a daemon's
+// pid file, <name>.pid holding a pid, and not a file that merely ends in
+// .pid.
+func TestWalkFindsPidFiles(t *testing.T) {
+	reg := tempDir(t)
+	writeFile(t, filepath.Join(reg, "run", "sshd.pid"), "4213\n")
+	writeFile(t, filepath.Join(reg, "run", "uucp.pid"), "      4213\n")
+	writeFile(t, filepath.Join(reg, "data", "notes.pid"), "not a pid\n")
+	writeFile(t, filepath.Join(reg, "data", "empty.pid"), "")
+	m, err := scan.NewMatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	w := scan.Walker{Match: m, Found: func(l *scan.Lock) { got = append(got, l.Name+" "+string(l.Format)) }}
+	r, err := scan.ResolveRoot(reg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Walk(r); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"sshd.pid pid", "uucp.pid uucp"}; !slices.Equal(got, want) {
+		t.Errorf("default walk found %q, want %q", got, want)
 	}
 }
 

@@ -47,10 +47,12 @@ func fixtureDir(name string) string {
 //	dir: <path>, an empty directory (repeatable)
 //	age: how long ago the lock was last modified (a Go duration)
 //	swap: pid=<pid> host=<host>, the lock is vim's swap of that block 0
+//	raw: "<Go-quoted string>", the lock's bytes exactly (a txtar file
+//	     always ends in a newline; shadow's record ends in a NUL)
 type fixture struct {
-	file, lock, want, holder, evidence, age, swap string
-	links, dirs                                   []string
-	ar                                            *txtar.Archive
+	file, lock, want, holder, evidence, age, swap, raw string
+	links, dirs                                        []string
+	ar                                                 *txtar.Archive
 }
 
 func readFixture(t *testing.T, file string) fixture {
@@ -83,6 +85,12 @@ func readFixture(t *testing.T, file string) fixture {
 			fx.age = v
 		case "swap":
 			fx.swap = v
+		case "raw":
+			raw, err := strconv.Unquote(v)
+			if err != nil {
+				t.Fatalf("%s: raw: %v", file, err)
+			}
+			fx.raw = raw
 		default:
 			t.Fatalf("%s: unknown key %q", file, k)
 		}
@@ -166,13 +174,25 @@ func (fx fixture) build(t *testing.T, root string) *scan.Lock {
 			t.Fatal(err)
 		}
 	}
+	if fx.raw != "" {
+		if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(lock, []byte(fx.raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if fx.age != "" {
 		d, err := time.ParseDuration(fx.age)
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := time.Now().Add(-d)
-		if err := os.Chtimes(lock, at, at); err != nil {
+		if st, err := os.Lstat(lock); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			if err := lchtimes(lock, at); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Chtimes(lock, at, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +243,11 @@ func (fx fixture) judge(t *testing.T, l *scan.Lock) Result {
 		ev.shmKnow = true
 	case "shm-unseen":
 	case "held":
-		ev.held = map[[2]uint64][]KernelHolder{{l.Info.Dev, l.Info.Ino}: {apt}}
+		info := l.Info
+		if tf := l.Terraform; tf != nil {
+			info = tf.StateInfo // Terraform's lock is on its state file
+		}
+		ev.held = map[[2]uint64][]KernelHolder{{info.Dev, info.Ino}: {apt}}
 	case "free", "none":
 	case "partial":
 		ev.whole = false

@@ -1,7 +1,10 @@
 package verdict
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -45,6 +48,13 @@ var producerRules = map[string]producerRule{
 	scan.ProducerFirefox:        {room: "scan/format_firefox.go"}, // its address: record, in holders.go (Holder.HostAddr)
 	scan.ProducerVim:            {room: "scan/format_vim.go", gone: vimUnsaved},
 	scan.ProducerFilelock:       {room: "scan/format_filelock.go"}, // its start token is a fence like lockctl's own
+	scan.ProducerGnuPG:          {room: "scan/format_gnupg.go", holder: gnupgNode},
+	scan.ProducerShadow:         {room: "scan/format_shadow.go"}, // kill(pid, 0): the pid decides, as for any bare pid
+	scan.ProducerXorg:           {room: "scan/format_xorg.go"},   // kill(pid, 0): the pid decides, as for any bare pid
+	scan.ProducerLibreOffice:    {room: "scan/format_libreoffice.go", lock: (*Judge).libreOfficeRule},
+	scan.ProducerTerraform:      {room: "scan/format_terraform.go", lock: (*Judge).terraformRule},
+	scan.ProducerNano:           {room: "scan/format_nano.go"}, // another host's foreign, else its pid, as for vim
+	scan.ProducerCcache:         {room: "scan/format_ccache.go", gone: ccacheQuiet},
 	scan.ProducerProperLockfile: {room: "scan/format_proper_lockfile.go", noRecord: properLockfileRule},
 	"dpkg":                      {room: "scan/format_dpkg.go"}, // kernel-lock files: kernelLock, in evidence_rules.go
 	"apt":                       {room: "scan/format_apt.go"},
@@ -190,6 +200,100 @@ func emacsBoot(j *Judge, h *scan.Holder, jd judged) judged {
 		jd.reason = fmt.Sprintf("pid %s is running, but Emacs recorded a boot at %s and this machine booted at %s: the pid belongs to another process (Emacs would take the lock)", h.PidText, stamp(h.Booted), stamp(j.Host.BootTime))
 	}
 	return jd
+}
+
+// gnupgNode: gpg takes a dotlock for its own node's only when the node
+// name in it is byte for byte its own uname(2) node name (common/dotlock.c,
+// read_lockfile: memcmp, then the newline); of any other, however alike,
+// it never removes it, and waits. lockctl, which compares host names
+// without regard to case, is held to that: a name that differs only in
+// case is foreign.
+func gnupgNode(j *Judge, h *scan.Holder) (judged, bool) {
+	if h.Host != j.Host.Name && strings.EqualFold(h.Host, j.Host.Name) {
+		return judged{v: Foreign, holder: h, reason: fmt.Sprintf("GnuPG recorded node %s, and this is %s: gpg compares node names byte for byte and takes such a lock as another node's, held", h.Host, j.Host.Name)}, true
+	}
+	return judged{}, false
+}
+
+// libreOfficeRule judges a LibreOffice document lock, which records no
+// pid: another host's (LOCALHOST compared byte for byte, as sfx2's
+// docfile.cxx does) is foreign; this host's is owner-less, with no
+// remedy: LibreOffice itself takes it over silently only when run by the
+// same system user with the same profile ("this is own lock from the same
+// installation, it could remain because of crash"), which only one
+// LibreOffice at a time runs, and asks the user otherwise.
+func (j *Judge) libreOfficeRule(r Result) (Result, bool) {
+	lo := r.Lock.LibreOffice
+	if r.Lock.Kind != scan.KindFile || lo == nil || len(r.Lock.Holders) != 1 || r.Lock.Holders[0].Holder == nil {
+		return r, false
+	}
+	h := r.Lock.Holders[0].Holder
+	if j.Host.Name == "" || h.Host != j.Host.Name {
+		return r.set(judged{v: Foreign, holder: h, reason: fmt.Sprintf("LibreOffice recorded user %s on host %s, and this is %s: LibreOffice there may have the document open (it records no pid)", h.User, h.Host, cmp.Or(j.Host.Name, "a host whose name cannot be read"))}), true
+	}
+	r = r.set(judged{v: Ownerless, holder: h, reason: fmt.Sprintf("LibreOffice recorded user %s on this host, with the profile %s, at %s, and no pid: whether a LibreOffice still has the document open cannot be told from the lock", h.User, lo.Profile, lo.Time)})
+	r.Notes = append(r.Notes, fmt.Sprintf("LibreOffice run by %s with that profile takes this lock over by itself (a lock left by a crash); anyone else is asked", h.User))
+	r.Notes = append(r.Notes, scan.LibreOfficeInPlace)
+	return r, true
+}
+
+// terraformRule judges a Terraform lock info file by the lock it
+// describes: Terraform's local backend holds an fcntl write lock on the
+// whole state file (statemgr/filesystem_lock_unix.go), and the info file
+// only says who took it. Held while the kernel lists a lock on the state
+// file; free when the whole lock table lists none, or there is no state
+// file to hold one on (a later Terraform takes the lock and overwrites the
+// info); unknown when the table may not show it. Never removed.
+func (j *Judge) terraformRule(r Result) (Result, bool) {
+	tf := r.Lock.Terraform
+	if r.Lock.Kind != scan.KindFile || tf == nil {
+		return r, false
+	}
+	var h *scan.Holder
+	if len(r.Lock.Holders) == 1 {
+		h = r.Lock.Holders[0].Holder
+	}
+	what := fmt.Sprintf("Terraform's lock info for the state file %s (taken by %s for %s)", quoteName(tf.State), cmp.Or(tf.Who, "someone"), cmp.Or(tf.Operation, "an operation"))
+	switch {
+	case errors.Is(tf.StateErr, fs.ErrNotExist):
+		return r.set(judged{v: Free, holder: h, reason: what + ": there is no state file, so no lock on it is held; the next Terraform takes the lock and writes the info again"}), true
+	case tf.StateErr != nil:
+		return r.set(judged{v: Unknown, holder: h, reason: fmt.Sprintf("%s: the state file cannot be looked at (%v)", what, tf.StateErr)}), true
+	}
+	if _, ok := j.Evidence.(LockTable); !ok {
+		return r.set(judged{v: Unknown, holder: h, reason: what + ": Terraform holds it by an fcntl lock on the state file, and the kernel's lock table was not read"}), true
+	}
+	a := j.advisoryOn(r.Lock.Dir, tf.State, tf.StateInfo)
+	switch {
+	case len(a.holders) > 0:
+		r = r.set(judged{v: Live, holder: h, reason: what + ": the state file is locked: " + a.text})
+		r.Kernel = a.holders
+		return r, true
+	case !a.none:
+		return r.set(judged{v: Unknown, holder: h, reason: what + ": no lock on the state file is listed, but " + a.doubt}), true
+	}
+	return r.set(judged{v: Free, holder: h, reason: what + ": no process holds a lock on the state file, so it is free (Terraform that was killed leaves the info; the next one overwrites it)"}), true
+}
+
+// CcacheStaleness is how long ccache takes a lock for held after its last
+// activity, whatever its holder: k_staleness_limit in util/lockfile.cpp.
+const CcacheStaleness = 2 * time.Second
+
+// ccacheQuiet: ccache breaks a lock only once it has been inactive for
+// CcacheStaleness (util/lockfile.cpp, do_acquire); until then it waits on
+// it, even when its pid is gone. lockctl is never more eager: a gone
+// holder's lock taken (by the time its target records, or the link's
+// mtime) less than that long ago is unknown for that while, never gone.
+func ccacheQuiet(_ *Judge, r Result) Result {
+	last := r.Lock.Info.Mtime
+	if h := r.Holder; h != nil && h.Since.After(last) {
+		last = h.Since
+	}
+	if age := time.Since(last); age < CcacheStaleness {
+		r = r.set(judged{v: Unknown, holder: r.Holder, started: r.Started, reason: fmt.Sprintf("%s, but the lock was taken %s ago, and ccache waits %s after a lock's last activity before it breaks it", r.Reason, ageText(age), CcacheStaleness)})
+		r.Remove = nil
+	}
+	return r
 }
 
 // vimUnsaved: a gone vim's swap that holds unsaved changes is the one copy
