@@ -279,7 +279,8 @@ func flagsFirst(app *cli.App, args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+			// "--" is never a flag's value: it ends the flags.
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) && rest[i+1] != "--" {
 				i++
 				flags = append(flags, rest[i])
 			}
