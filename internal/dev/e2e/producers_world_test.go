@@ -292,14 +292,24 @@ func TestShellPidDir(t *testing.T) {
 	lock := filepath.Join(dir, "app.lock")
 	s := r.start(nil, sh, "-c", `mkdir "$1" && echo $$ > "$1/pid" && exec sleep 600`, "sh", lock)
 	testutil.WaitFor(t, 10*time.Second, "sh to take app.lock", func() bool { b, _ := os.ReadFile(filepath.Join(lock, "pid")); return len(b) > 0 || s.done() })
-	got := r.doctor(dir)["app.lock"]
+	r.liveThenGoneInPlace(dir, s, "a shell's lock directory", func() lcLock { return r.doctor(dir)["app.lock"] })
+}
+
+// liveThenGoneInPlace checks a lock of a format whose producers rewrite it
+// in place, held by s: live, naming s, while s runs; once s is SIGKILLed,
+// gone with no remedy and the in-place reason; and --fix, even with
+// --legacy-older-than, leaves dir exactly as it was.
+func (r *lcReaper) liveThenGoneInPlace(dir string, s *lcProc, what string, judge func() lcLock) {
+	t := r.t
+	t.Helper()
+	got := judge()
 	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
-		t.Fatalf("doctor on a running shell's lock directory: %s (%s), want live, pid %d", got.Verdict, got.Reason, s.pid)
+		t.Fatalf("doctor on %s held by a running process: %s (%s), want live, pid %d", what, got.Verdict, got.Reason, s.pid)
 	}
 	s.kill()
-	got = r.doctor(dir)["app.lock"]
+	got = judge()
 	if got.Verdict != "gone" || len(got.Remove) != 0 || !strings.Contains(strings.Join(got.Notes, "\n"), "in place") {
-		t.Fatalf("doctor on a SIGKILLed shell's lock directory: %s (%s), remove %v, notes %q; want gone, no remedy, the in-place reason", got.Verdict, got.Reason, got.Remove, got.Notes)
+		t.Fatalf("doctor on %s of a SIGKILLed holder: %s (%s), remove %v, notes %q; want gone, no remedy, the in-place reason", what, got.Verdict, got.Reason, got.Remove, got.Notes)
 	}
 	before := testutil.Snapshot(t, dir)
 	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
@@ -461,18 +471,7 @@ func TestDaemonPidFile(t *testing.T) {
 	if _, ok := found["notes.pid"]; ok || len(found) != 1 {
 		t.Errorf("doctor found %v, want app.pid alone", slices.Collect(maps.Keys(found)))
 	}
-	got := found["app.pid"]
-	if got.Verdict != "live" || got.Holder == nil || got.Holder.Pid != int64(s.pid) {
-		t.Fatalf("doctor on a running daemon's pid file: %s (%s), want live, pid %d", got.Verdict, got.Reason, s.pid)
-	}
-	s.kill()
-	got = r.found(dir)["app.pid"]
-	if got.Verdict != "gone" || len(got.Remove) != 0 || !strings.Contains(strings.Join(got.Notes, "\n"), "in place") {
-		t.Fatalf("doctor on a SIGKILLed daemon's pid file: %s (%s), remove %v, notes %q; want gone, no remedy, the in-place reason", got.Verdict, got.Reason, got.Remove, got.Notes)
-	}
-	before := testutil.Snapshot(t, dir)
-	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", dir)
-	testutil.SameTree(t, dir, before)
+	r.liveThenGoneInPlace(dir, s, "a daemon's pid file", func() lcLock { return r.found(dir)["app.pid"] })
 }
 
 // TestCcacheAgreesOnGone: a ccache lock link naming this host and a dead
