@@ -345,3 +345,40 @@ func TestWaitNamesHoldersWait(t *testing.T) {
 	r.killTree(run.pid)
 	r.killTree(h.pid)
 }
+
+// TestWhyHolderBeyondTheReadersView: from inside a container (a child pid
+// namespace), a lockctl waiting on a lock whose holder runs on the host:
+// the waiter's view cannot judge that holder, so the chain ends in that
+// doubt, said as such, never in "runs" or "gone".
+func TestWhyHolderBeyondTheReadersView(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unshare --pid needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	r := lcNewReaper(t)
+	dir, files := t.TempDir(), t.TempDir()
+	l := filepath.Join(dir, "x.lock")
+	s := r.sleeper()
+	r.mustLockctl(cli.ExitOK, "acquire", "--holder-pid", strconv.Itoa(s.pid), l)
+	out := filepath.Join(files, "why.json")
+	u := r.start(nil, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "/bin/sh", "-c",
+		`"$1" acquire --timeout 60s "$2" 2>"$3.err" & w=$!; i=0; while ! grep -q waiting "$3.err" && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; "$1" why --json $w >"$3"; echo $? >"$3.code"; kill $w`,
+		"sh", lcBinary(t), l, out)
+	if code := u.wait(60 * time.Second); code != 0 {
+		t.Fatalf("the container's shell: exit %d: %s", code, u.errText())
+	}
+	var rep why.Report
+	if err := json.Unmarshal([]byte(lcRead(t, out)), &rep); err != nil || len(rep.Processes) != 1 {
+		t.Fatalf("why inside the container: %v\n%s", err, lcRead(t, out))
+	}
+	wt := waitsOn(rep.Processes[0], l)
+	if wt == nil || wt.How != "lockctl" || wt.End != why.EndDoubt || len(wt.Holders) != 0 {
+		t.Errorf("why inside a container on a lockctl waiting for a host holder's lock: %+v, want lockctl's wait ending in a doubt", wt)
+	}
+	if code := strings.TrimSpace(lcRead(t, out+".code")); code != "0" {
+		t.Errorf("why ending in a doubt exited %s, want 0", code)
+	}
+}
