@@ -57,7 +57,7 @@ func TestNotAHolder(t *testing.T) {
 		t.Errorf("with --not-a-holder for the hidden processes: %s, notes %q; want idle, saying why", g.Verdict, g.Notes)
 	}
 	// The lock table is the kernel's word, vouch or not.
-	h := r.start(nil, flock, l, "sleep", "600")
+	h := r.start(nil, flock, l, "sleep", "60")
 	testutil.WaitFor(t, 30*time.Second, "flock(1) to hold it", func() bool { return len(lcChildren(h.pid)) > 0 })
 	res = r.lockctl(nil, append(vouch, l)...)
 	if err := jsonUnmarshal(res.stdout, &doc); err != nil || len(doc.Locks) != 1 || doc.Locks[0].Verdict != "live" {

@@ -28,7 +28,7 @@ import (
 // release-ignores-holders mutant that gives overlaps within 300 entries.
 const stressWorker = `
 i=0
-while [ ! -e "$STOP" ]; do
+while [ ! -e "$STOP" ] && [ "$(date +%s)" -lt "$END" ]; do
 	i=$((i + 1))
 	export K=$((i % 3))
 	"$LC" run --quiet --timeout 20s "$L" -- sh -c '
@@ -45,7 +45,7 @@ done
 
 // stressFixer loops doctor --fix on the lock's directory until $STOP.
 const stressFixer = `
-while [ ! -e "$STOP" ]; do "$LC" doctor --fix --quiet "$D" >/dev/null 2>&1; sleep 0.05; done
+while [ ! -e "$STOP" ] && [ "$(date +%s)" -lt "$END" ]; do "$LC" doctor --fix --quiet "$D" >/dev/null 2>&1; sleep 0.05; done
 `
 
 // TestRunStressAcrossNamespaces is issue 41's stress run: `lockctl run` on
@@ -71,6 +71,7 @@ func TestRunStressAcrossNamespaces(t *testing.T) {
 			t.Fatalf("LOCKCTL_STRESS_ENTRIES=%q is not a positive number", s)
 		}
 	}
+	limit := 60*time.Second + time.Duration(want)*500*time.Millisecond
 	r := lcNewReaper(t)
 	dir, files := t.TempDir(), t.TempDir()
 	log := filepath.Join(files, "log")
@@ -81,6 +82,9 @@ func TestRunStressAcrossNamespaces(t *testing.T) {
 		"LC=" + lcBinary(t), "D=" + dir, "L=" + filepath.Join(dir, "s.lock"),
 		"W=" + filepath.Join(files, "witness"), "LOG=" + log, "ERR=" + filepath.Join(files, "err"),
 		"STOP=" + filepath.Join(files, "stop"),
+		// The loops end by themselves after the test's limit, should the
+		// test binary be killed before it writes $STOP.
+		"END=" + strconv.FormatInt(time.Now().Add(limit+time.Minute).Unix(), 10),
 	}
 	both := stressWorker + "\n"
 	side := "(" + stressFixer + ") & (" + both + ") & (" + both + ") & wait"
@@ -88,7 +92,6 @@ func TestRunStressAcrossNamespaces(t *testing.T) {
 	ns := r.start(env, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "/bin/sh", "-c", side)
 	roots := []int{host.pid, ns.pid}
 
-	limit := 60*time.Second + time.Duration(want)*500*time.Millisecond
 	deadline := time.Now().Add(limit)
 	kills := 0
 	for entries(log) < want && time.Now().Before(deadline) {

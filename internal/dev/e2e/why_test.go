@@ -101,7 +101,7 @@ func TestWhyChainOfThree(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "A.lock"), filepath.Join(dir, "B.lock")
-	hb := r.start(nil, flock, b, "sleep", "600")
+	hb := r.start(nil, flock, b, "sleep", "60")
 	testutil.WaitFor(t, 30*time.Second, "B's holder to start its command", func() bool { return len(lcChildren(hb.pid)) > 0 })
 	ha := r.start(nil, flock, a, "sh", "-c", "flock "+b+" true")
 	blockedIn(t, ha.pid, 73)
@@ -139,7 +139,8 @@ func TestWhyDeadlock(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	c, d, goFile := filepath.Join(dir, "C.lock"), filepath.Join(dir, "D.lock"), filepath.Join(dir, "go")
-	wait := "while [ ! -e " + goFile + " ]; do sleep 0.01; done; "
+	// Bounded (30 s), so that a test binary killed mid-way leaves no loop.
+	wait := "i=0; while [ ! -e " + goFile + " ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done; "
 	p1 := r.start(nil, flock, c, "sh", "-c", wait+"flock "+d+" true")
 	p2 := r.start(nil, flock, d, "sh", "-c", wait+"flock "+c+" true")
 	testutil.WaitFor(t, 30*time.Second, "both holders to start", func() bool { return len(lcChildren(p1.pid)) > 0 && len(lcChildren(p2.pid)) > 0 })
@@ -198,7 +199,7 @@ func TestWhyPipe(t *testing.T) {
 		t.Skip("the system call numbers here are amd64's")
 	}
 	r := lcNewReaper(t)
-	p := r.start(nil, "/bin/sh", "-c", "sleep 600 | cat")
+	p := r.start(nil, "/bin/sh", "-c", "sleep 60 | cat")
 	cat := blockedIn(t, p.pid, 0)
 	res := r.mustLockctl(cli.ExitOK, "why", strconv.Itoa(cat))
 	if !strings.Contains(res.stdout, "reading pipe:[") || !strings.Contains(res.stdout, "no lock wait found") {
@@ -250,7 +251,7 @@ func TestWhyAcrossPidNamespaces(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	a := filepath.Join(dir, "A.lock")
-	host := r.start(nil, flock, a, "sleep", "600")
+	host := r.start(nil, flock, a, "sleep", "60")
 	testutil.WaitFor(t, 30*time.Second, "the host holder to start", func() bool { return len(lcChildren(host.pid)) > 0 })
 	u := r.start(nil, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", flock, a, "true")
 	inner := blockedIn(t, u.pid, 73)
@@ -305,7 +306,7 @@ func TestWhyUnprivilegedReaderDoubts(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := filepath.Join(dir, "A.lock")
-	h := r.start(nil, flock, a, "sleep", "600")
+	h := r.start(nil, flock, a, "sleep", "60")
 	testutil.WaitFor(t, 30*time.Second, "the holder to start", func() bool { return len(lcChildren(h.pid)) > 0 })
 	w := r.start(nil, flock, a, "true")
 	blockedIn(t, w.pid, 73)
@@ -332,7 +333,7 @@ func TestWaitNamesHoldersWait(t *testing.T) {
 	r := lcNewReaper(t)
 	dir := t.TempDir()
 	db, x := filepath.Join(dir, "db.lock"), filepath.Join(dir, "x.lock")
-	h := r.start(nil, flock, db, "sleep", "600")
+	h := r.start(nil, flock, db, "sleep", "60")
 	testutil.WaitFor(t, 30*time.Second, "db's holder to start", func() bool { return len(lcChildren(h.pid)) > 0 })
 	run := r.start(nil, lcBinary(t), "run", x, "--", "/bin/sh", "-c", "flock "+db+" true")
 	testutil.WaitFor(t, 30*time.Second, "run to take x.lock", func() bool { return lcExists(filepath.Join(x, "holder")) || run.done() })
