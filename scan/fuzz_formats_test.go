@@ -202,7 +202,9 @@ func FuzzParseProducerRecord(f *testing.F) {
 		case "nano":
 			ok = len(b) == 1024 && strings.HasPrefix(string(b), "b0nano ") && int64(binary.LittleEndian.Uint32(b[24:28])) == h.Pid
 		case "libreoffice":
-			ok = strings.Contains(string(b), ","+h.User+",") && h.Host != "" && strings.HasSuffix(string(b), ";")
+			// The user as LibreOffice writes it: a backslash before each backslash, ',' and ';'.
+			esc := strings.NewReplacer(`\`, `\\`, ",", `\,`, ";", `\;`).Replace(h.User)
+			ok = strings.Contains(string(b), ","+esc+",") && h.Host != "" && strings.HasSuffix(string(b), ";")
 		case "xorg":
 			ok = string(b) == fmt.Sprintf("%10s\n", h.PidText)
 		default:
