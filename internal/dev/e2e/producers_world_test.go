@@ -56,24 +56,7 @@ func TestGnuPGDotlock(t *testing.T) {
 	if g.done() {
 		t.Fatalf("gpg exited: %s", g.errText())
 	}
-	got := r.judgeOne(lock)
-	if got.Verdict != "live" || got.Producer != "gnupg" || got.Holder == nil || got.Holder.Pid != int64(g.pid) {
-		t.Fatalf("doctor on a running gpg's dotlock: %s of %q (%s), want live, gnupg, pid %d", got.Verdict, got.Producer, got.Reason, g.pid)
-	}
-	before := lcRead(t, lock)
-	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", lock)
-	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
-		t.Fatalf("--fix touched a live gpg's dotlock: %q, %v", b, err)
-	}
-	g.kill()
-	got = r.judgeOne(lock)
-	if got.Verdict != "gone" || len(got.Remove) == 0 {
-		t.Fatalf("doctor on a SIGKILLed gpg's dotlock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
-	}
-	r.lockctl(nil, "doctor", "--fix", lock)
-	if lcExists(lock) {
-		t.Fatalf("--fix left a gone gpg's dotlock")
-	}
+	r.liveThenSwept(lock, lock, "gnupg", g, "gpg's dotlock", func() lcLock { return r.judgeOne(lock) })
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
@@ -182,24 +165,7 @@ func TestShadowVipwLock(t *testing.T) {
 	if v.done() {
 		t.Fatalf("vipw exited: %s", v.errText())
 	}
-	got := r.judgeOne(lock)
-	if got.Verdict != "live" || got.Producer != "shadow" || got.Holder == nil || got.Holder.Pid != int64(v.pid) {
-		t.Fatalf("doctor on a running vipw's lock: %s of %q (%s), want live, shadow, pid %d", got.Verdict, got.Producer, got.Reason, v.pid)
-	}
-	before := lcRead(t, lock)
-	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", lock)
-	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
-		t.Fatalf("--fix touched a live vipw's lock: %q, %v", b, err)
-	}
-	v.kill()
-	got = r.judgeOne(lock)
-	if got.Verdict != "gone" || len(got.Remove) == 0 {
-		t.Fatalf("doctor on a SIGKILLed vipw's lock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
-	}
-	r.lockctl(nil, "doctor", "--fix", lock)
-	if lcExists(lock) {
-		t.Fatalf("--fix left a gone vipw's lock")
-	}
+	r.liveThenSwept(lock, lock, "shadow", v, "vipw's lock", func() lcLock { return r.judgeOne(lock) })
 	again := r.start(append(ownHome(t, t.TempDir()), "EDITOR=true", "VISUAL=true"), inNS()...)
 	if code := again.wait(30 * time.Second); code != 0 || strings.Contains(again.errText(), "already used") {
 		t.Errorf("vipw after --fix: exit %d\n%s", code, again.errText())
@@ -234,24 +200,7 @@ func TestXorgDisplayLock(t *testing.T) {
 		t.Fatalf("Xvfb exited: %s", x.errText())
 	}
 	testutil.WaitFor(t, 10*time.Second, "Xvfb to write its pid", func() bool { b, _ := os.ReadFile(lock); return len(b) == 11 })
-	got := r.found(tmp)[".X7-lock"]
-	if got.Verdict != "live" || got.Producer != "xorg" || got.Holder == nil || got.Holder.Pid != int64(x.pid) {
-		t.Fatalf("doctor on a running Xvfb's display lock: %s of %q (%s), want live, xorg, pid %d", got.Verdict, got.Producer, got.Reason, x.pid)
-	}
-	before := lcRead(t, lock)
-	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", tmp)
-	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
-		t.Fatalf("--fix touched a live Xvfb's display lock: %q, %v", b, err)
-	}
-	x.kill()
-	got = r.judgeOne(lock)
-	if got.Verdict != "gone" || len(got.Remove) == 0 {
-		t.Fatalf("doctor on a SIGKILLed Xvfb's display lock: %s (%s), remove %v, want gone with a remedy", got.Verdict, got.Reason, got.Remove)
-	}
-	r.lockctl(nil, "doctor", "--fix", tmp)
-	if lcExists(lock) {
-		t.Fatalf("--fix left a gone Xvfb's display lock")
-	}
+	r.liveThenSwept(lock, tmp, "xorg", x, "Xvfb's display lock", func() lcLock { return r.found(tmp)[".X7-lock"] })
 	again := server()
 	testutil.WaitFor(t, 20*time.Second, "Xvfb to lock display :7 again", func() bool { return lcExists(lock) || again.done() })
 	if again.done() {
@@ -524,5 +473,32 @@ func TestCcacheAgreesOnGone(t *testing.T) {
 	}
 	if t2, err := os.Readlink(lock); err == nil && t2 == target {
 		t.Errorf("ccache -z left the gone lock %s -> %s in place", lock, t2)
+	}
+}
+
+// liveThenSwept checks the lock of a producer whose records --fix may
+// claim, held by p: live, naming p, while p runs, and --fix (even with
+// --legacy-older-than, on fixArg) leaves its bytes; once p is SIGKILLed,
+// gone with a remedy, and --fix removes it.
+func (r *lcReaper) liveThenSwept(lock, fixArg, producer string, p *lcProc, what string, judge func() lcLock) {
+	t := r.t
+	t.Helper()
+	got := judge()
+	if got.Verdict != "live" || got.Producer != producer || got.Holder == nil || got.Holder.Pid != int64(p.pid) {
+		t.Fatalf("doctor on a running %s: %s of %q (%s), want live, %s, pid %d", what, got.Verdict, got.Producer, got.Reason, producer, p.pid)
+	}
+	before := lcRead(t, lock)
+	r.lockctl(nil, "doctor", "--fix", "--legacy-older-than", "1ns", fixArg)
+	if b, err := os.ReadFile(lock); err != nil || string(b) != before {
+		t.Fatalf("--fix touched a live %s: %q, %v", what, b, err)
+	}
+	p.kill()
+	got = r.judgeOne(lock)
+	if got.Verdict != "gone" || len(got.Remove) == 0 {
+		t.Fatalf("doctor on a SIGKILLed %s: %s (%s), remove %v, want gone with a remedy", what, got.Verdict, got.Reason, got.Remove)
+	}
+	r.lockctl(nil, "doctor", "--fix", fixArg)
+	if lcExists(lock) {
+		t.Fatalf("--fix left a gone %s", what)
 	}
 }
