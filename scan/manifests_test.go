@@ -68,7 +68,7 @@ func TestManifestSamples(t *testing.T) {
 // TestEveryDataFormat, as verdict's TestEveryFormat for the lock formats:
 // every registered data format goes by names the default patterns match
 // (else the walk would never meet it), cites its producer, names a fuzz
-// target that exists and .ci/run runs, and has its row in
+// target that exists (.ci/run fuzzes every registered one), and has its row in
 // docs/formats.md's table of data files.
 func TestEveryDataFormat(t *testing.T) {
 	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
@@ -89,7 +89,9 @@ func TestEveryDataFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ciTargets := strings.Fields(strings.NewReplacer("\\", " ", ";", " ").Replace(string(ci)))
+	if !strings.Contains(string(ci), "$(go run ./internal/dev/fuzzlist)") {
+		t.Error(".ci/run does not fuzz the registry's targets (go run ./internal/dev/fuzzlist)")
+	}
 	for _, f := range scan.DataFormats() {
 		if len(f.Names) == 0 || f.Parse == nil || f.Source == "" || f.What == "" || f.Producer == "" {
 			t.Errorf("data format %s (scan/%s) lacks names, a parser, a source, a what or a producer", f.Name, f.Room)
@@ -106,9 +108,6 @@ func TestEveryDataFormat(t *testing.T) {
 			pkg, name, _ := strings.Cut(ft, ":")
 			if pkg != "scan" || !strings.Contains(tests.String(), "\nfunc "+name+"(f *testing.F)") {
 				t.Errorf("data format %s: fuzz target %s: no func %s in scan/*_test.go", f.Name, ft, name)
-			}
-			if !slices.Contains(ciTargets, ft) {
-				t.Errorf("data format %s: fuzz target %s is not in .ci/run's fuzz list", f.Name, ft)
 			}
 		}
 		if !strings.Contains(string(doc), "\n| `"+f.Name+"` | `"+f.Names[0]+"` |") {

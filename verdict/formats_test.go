@@ -304,7 +304,7 @@ func fuzzTargets(t *testing.T, dir string) map[string]bool {
 }
 
 // TestEveryFormat fails for a registered format without a fuzz target of
-// its parser that exists and .ci/run runs, without a fixture for each
+// its parser that exists (.ci/run fuzzes every registered target), without a fixture for each
 // verdict it declares, or without its row in docs/formats.md; and for a
 // producer without its row in verdict's producerRules, or the reverse.
 func TestEveryFormat(t *testing.T) {
@@ -316,7 +316,9 @@ func TestEveryFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ciTargets := strings.Fields(strings.NewReplacer("\\", " ", ";", " ").Replace(string(ci)))
+	if !strings.Contains(string(ci), "$(go run ./internal/dev/fuzzlist)") {
+		t.Error(".ci/run does not fuzz the registry's targets (go run ./internal/dev/fuzzlist)")
+	}
 	targets := map[string]map[string]bool{}
 	producers := map[string]bool{}
 	for _, f := range scan.Formats() {
@@ -330,9 +332,6 @@ func TestEveryFormat(t *testing.T) {
 			}
 			if !targets[pkg][name] {
 				t.Errorf("format %s (scan/%s): fuzz target %s: no func %s in %s/*_test.go", f.Name, f.Room, ft, name, pkg)
-			}
-			if !slices.Contains(ciTargets, ft) {
-				t.Errorf("format %s (scan/%s): fuzz target %s is not in .ci/run's fuzz list", f.Name, f.Room, ft)
 			}
 		}
 		wants := map[string]bool{}
