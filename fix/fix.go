@@ -226,8 +226,8 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	if why := scan.InPlace(l); why != "" {
 		return skipped("%s", why)
 	}
-	if v := res.Lock.Vim; v != nil && v.Dirty {
-		return kept("a vim swap file with unsaved changes is never removed: recover them with 'vim -r %s'", v.File)
+	if why := scan.KeptWhy(l); why != "" {
+		return kept("%s", why)
 	}
 	if len(l.Holders) != 1 || l.Holders[0].Holder == nil {
 		return kept("a gone lock with %d holder records is not swept automatically", len(l.Holders))
@@ -240,15 +240,17 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 	judged := l.Holders[0]
 	lockDir := place{d, l.Name}
 	claim := func(token string) place { return place{d, f.claimName(l, token)} }
-	switch {
-	case l.Kind == scan.KindFile, l.Kind == scan.KindSymlink && l.Producer != "":
+	if l.Kind == scan.KindFile || l.Kind == scan.KindSymlink && l.Producer != "" {
 		// The lock file (or a producer's link) is its own record:
 		// claiming it frees the lock.
 		return f.claimJudgeRemove(l, judged, lockDir, claim(""), nil)
-	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryA:
-		from := place{d, l.Name + ".holder"}
+	}
+	// A lock directory: its format says where its record sits.
+	switch rec := scan.DirRecordOf(l); {
+	case rec != nil && rec.Beside != "":
+		from := place{d, l.Name + rec.Beside}
 		return f.claimJudgeRemove(l, judged, from, claim(""), &lockDir)
-	case l.Kind == scan.KindDir && (l.Format == scan.FormatRegistryB || l.Format == scan.FormatLockctl):
+	case rec != nil && rec.Inside != nil:
 		if n := len(l.Writers) + len(l.Pending) + len(l.Others); n > 0 {
 			return kept("the lock directory holds %d entries besides its holder record", n)
 		}
@@ -263,8 +265,11 @@ func (f *Fixer) sweep(res verdict.Result) Outcome {
 		if st, err := in.Stat(); err != nil || !l.Info.Same(st) {
 			return skipped("the lock was replaced since it was judged; run lockctl doctor again")
 		}
-		from := place{in, strings.TrimPrefix(judged.File, l.Name+"/")}
-		return f.claimJudgeRemove(l, judged, from, claim(judged.Holder.Token), &lockDir)
+		from, token := place{in, strings.TrimPrefix(judged.File, l.Name+"/")}, ""
+		if rec.TokenInClaim {
+			token = judged.Holder.Token
+		}
+		return f.claimJudgeRemove(l, judged, from, claim(token), &lockDir)
 	}
 	return kept("lockctl does not know how to remove a %s %s lock safely", l.Format, l.Kind)
 }
@@ -380,7 +385,7 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	switch {
 	case err != nil:
 		why = fmt.Sprintf("cannot read the claimed record: %v", err)
-	case truncated && l.Producer != scan.ProducerVim || !bytes.Equal(data, judged.Raw):
+	case truncated && !scan.BoundByFirstBytes(l) || !bytes.Equal(data, judged.Raw):
 		// (A vim swap runs past MaxRecord: its first MaxRecord bytes and
 		// its inode bind the removal to it.)
 		why = "the record changed since it was judged (the lock may have changed hands)"
@@ -408,7 +413,7 @@ func changed(l *scan.Lock, judged scan.Record, p place, was fsx.Stat) string {
 		return fmt.Sprintf("cannot read the record again: %v", err)
 	case !was.SameFile(st):
 		return "the record was replaced since it was judged (the lock may have changed hands)"
-	case truncated && l.Producer != scan.ProducerVim || !bytes.Equal(data, judged.Raw),
+	case truncated && !scan.BoundByFirstBytes(l) || !bytes.Equal(data, judged.Raw),
 		st.Size != was.Size, !st.Mtime.Equal(was.Mtime), !st.Ctime.Equal(was.Ctime):
 		return "the record was written since it was judged (the lock may have changed hands)"
 	}

@@ -42,7 +42,18 @@ var formatLibreOffice = FormatSpec{
 			r.Holder, r.Err = h, nil
 		}
 	},
+	inPlace: func(l *Lock) string {
+		if l.Kind == KindFile {
+			return LibreOfficeInPlace
+		}
+		return ""
+	},
 }
+
+// LibreOfficeInPlace is why lockctl never claims a LibreOffice document
+// lock: LibreOffice takes one over by truncating it and writing its own
+// entry in place (documentlockfile.cxx, OverwriteOwnLockFile).
+const LibreOfficeInPlace = "lockctl does not remove a LibreOffice lock: LibreOffice takes one over by rewriting it in place, and records no pid to judge it by; open the document in LibreOffice, which decides, or remove the file by hand once no LibreOffice has the document open"
 
 // isLibreOfficeLockName: ".~lock." + the document's name + "#"
 // (LockFileCommon: the prefix ".~lock.", the name, "%23").

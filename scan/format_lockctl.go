@@ -19,6 +19,10 @@ var formatLockctl = FormatSpec{
 	Remedy:   "gone: remove the record, then rmdir the directory (lockctl release, or doctor --fix).",
 	Source:   "docs/record-format.md; lock/lock.go, Acquire",
 	Verdicts: []string{"live", "gone"},
+	DirRecord: &DirRecord{
+		Inside:       func(*Holder) string { return "holder" },
+		TokenInClaim: true,
+	},
 }
 
 // LockctlMagic is the first line of lockctl's own record, with its version.

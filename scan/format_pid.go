@@ -20,6 +20,22 @@ var formatPid = FormatSpec{
 	Remedy:   "gone: remove the file; no-pid, empty and unreadable content: owner-less, removed only with --legacy-older-than.",
 	Source:   "liblockfile dotlockfile(1) -p, lockfile-progs lockfile-create --use-pid, HDB UUCP's LCK..<device>",
 	Verdicts: []string{"live", "gone", "recycled", "ownerless", "unknown"},
+	inPlace:  bareInPlace,
+}
+
+// bareInPlace says a lock file whose record is a bare pid (plain, UUCP or
+// pid= lines) and whose producer is not known may be rewritten in place
+// by a live process taking the lock (InPlaceRule); docs/fix-protocol.md
+// has the table of formats.
+func bareInPlace(l *Lock) string {
+	if l.Kind != KindFile || l.Producer != "" {
+		return ""
+	}
+	switch l.Format {
+	case FormatPid, FormatUUCP, FormatKeyValue:
+		return InPlaceRule
+	}
+	return ""
 }
 
 // ParsePidFile reads a lock file whose content is its owner: a bare pid
@@ -105,31 +121,3 @@ func parseKeyValue(body string) (Format, *Holder, error) {
 // bound to an inode and the bytes read from it, so a rewrite between the
 // last read and the rename would free the name under a live holder.
 const InPlaceRule = "lockctl does not remove a bare pid file: its producer is not known, and such files are often taken by writing them again in place ('echo $$ > FILE' in shell and cron code, daemons rewriting their own pid file), which keeps the inode, so no claim can be bound to the holder judged; once nothing that uses it runs, remove it by hand"
-
-// LibreOfficeInPlace is why lockctl never claims a LibreOffice document
-// lock: LibreOffice takes one over by truncating it and writing its own
-// entry in place (documentlockfile.cxx, OverwriteOwnLockFile).
-const LibreOfficeInPlace = "lockctl does not remove a LibreOffice lock: LibreOffice takes one over by rewriting it in place, and records no pid to judge it by; open the document in LibreOffice, which decides, or remove the file by hand once no LibreOffice has the document open"
-
-// InPlace says why l's record may be rewritten in place by a live process
-// taking the lock (InPlaceRule), or "" where its producers only create
-// (O_EXCL, link, mkdir, rename into place) and remove: a lock file whose
-// record is a bare pid (plain, UUCP or pid= lines) and whose producer is
-// not known, or the pid file inside a shell's lock directory
-// (FormatPidDir). docs/fix-protocol.md has the table of formats.
-func InPlace(l *Lock) string {
-	if l.Kind == KindDir && l.Format == FormatPidDir {
-		return InPlaceRule // its pid file: 'echo $$ > app.lock/pid'
-	}
-	if l.Kind == KindFile && l.Format == FormatLibreOffice {
-		return LibreOfficeInPlace
-	}
-	if l.Kind != KindFile || l.Producer != "" {
-		return ""
-	}
-	switch l.Format {
-	case FormatPid, FormatUUCP, FormatKeyValue:
-		return InPlaceRule
-	}
-	return ""
-}

@@ -24,6 +24,12 @@ var formatPidDir = FormatSpec{
 	Source:   "the shell idiom mkdir <lock> && echo $$ > <lock>/pid (BashFAQ 045, \"mkdir as a lock\")",
 	Verdicts: []string{"live", "gone"},
 	inDir:    readPidDir,
+	inPlace: func(l *Lock) string {
+		if l.Kind == KindDir {
+			return InPlaceRule // its pid file: 'echo $$ > app.lock/pid'
+		}
+		return ""
+	},
 }
 
 // readPidDir reads a lock directory whose one entry is a regular file

@@ -21,6 +21,10 @@ var formatRegistryA = FormatSpec{
 	Remedy:   "gone: remove the holder, then rmdir the directory.",
 	Source:   "docs/formats.md, registry-a (the agmsg registry's shell helpers)",
 	Verdicts: []string{"live", "gone", "ownerless", "foreign"},
+	// Its holder sits beside the directory, so one left by an earlier
+	// lock can sit beside a directory made since by someone else.
+	DirRecord:           &DirRecord{Beside: ".holder"},
+	StaleIfOlderThanDir: true,
 }
 
 var formatRegistryB = FormatSpec{
@@ -34,6 +38,13 @@ var formatRegistryB = FormatSpec{
 	Remedy:   "gone: remove the holder record, then rmdir the directory; break no keeps it.",
 	Source:   "docs/formats.md, registry-b",
 	Verdicts: []string{"live", "gone", "foreign"},
+	DirRecord: &DirRecord{
+		Inside:       func(h *Holder) string { return "holder." + h.Token },
+		TokenInClaim: true,
+	},
+	// A writer that could not tell where it was records no scope.
+	UnscopedMayBeElsewhere: true,
+	EvidenceOnly:           "there is no holder record inside the lock directory, only writer evidence of holders that are gone",
 }
 
 // registryHolder reads the four lines both registry generations begin

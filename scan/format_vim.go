@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -46,6 +47,12 @@ var formatVim = FormatSpec{
 	// holds it, and the first MaxRecord bytes bind a removal to it.
 	longRecord: func(name string, raw []byte) bool {
 		return IsVimSwapName(name) && len(raw) == MaxRecord && strings.HasPrefix(string(raw), "b0VIM ")
+	},
+	keep: func(l *Lock) string {
+		if v := l.Vim; v != nil && v.Dirty {
+			return fmt.Sprintf("a vim swap file with unsaved changes is never removed: recover them with 'vim -r %s'", v.File)
+		}
+		return ""
 	},
 }
 

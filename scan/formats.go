@@ -89,6 +89,31 @@ type FormatSpec struct {
 	// longRecord says a lock file read to MaxRecord bytes, named name,
 	// is this format's, whose first bytes are what names its holder.
 	longRecord func(name string, raw []byte) bool
+
+	// What the judgement and the sweep ask of the format (units.go), each
+	// nil or zero where it has nothing to say.
+
+	// DirRecord, for a lock-directory format, is where its holder record
+	// sits: what doctor --fix claims, and where a claimed record goes back.
+	DirRecord *DirRecord
+	// StaleIfOlderThanDir says a record older than its lock directory was
+	// left by an earlier lock at that path (one kept beside the directory
+	// outlives it).
+	StaleIfOlderThanDir bool
+	// UnscopedMayBeElsewhere says a record that names no scope may have
+	// been written in another pid namespace: its pid absent here is not a
+	// gone holder.
+	UnscopedMayBeElsewhere bool
+	// EvidenceOnly is why a lock directory of the format that holds no
+	// record, only evidence of holders (registry-b's writer files), is
+	// owner-less.
+	EvidenceOnly string
+	// inPlace says why a lock of the format is never claimed, its producer
+	// taking a stale one by writing it again in place; "" when it may be.
+	inPlace func(l *Lock) string
+	// keep says why a gone lock of the format is kept all the same (a vim
+	// swap with unsaved changes), or "".
+	keep func(l *Lock) string
 }
 
 // formats is the registry, in the order the walk asks the formats: the

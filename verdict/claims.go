@@ -354,23 +354,15 @@ func belongs(l *scan.Lock, c scan.Claim) bool {
 
 // restoreTarget is where a claimed record goes back to, or "" if it cannot.
 func restoreTarget(l *scan.Lock, c scan.Claim) string {
-	switch c.Record.Format() {
-	case scan.FormatRegistryA:
-		if l.Kind == scan.KindDir {
-			return l.Path + ".holder"
+	if u := scan.UnitOfFormat(c.Record.Format()); u != nil && u.DirRecord != nil {
+		// A lock directory's record goes back where its format keeps it.
+		if p := u.DirRecord.Suffix(c.Record.Holder); l.Kind == scan.KindDir && p != "" {
+			return l.Path + p
 		}
-	case scan.FormatRegistryB:
-		if l.Kind == scan.KindDir && c.Record.Holder != nil {
-			return filepath.Join(l.Path, "holder."+c.Record.Holder.Token)
-		}
-	case scan.FormatLockctl:
-		if l.Kind == scan.KindDir {
-			return filepath.Join(l.Path, "holder")
-		}
-	default:
-		if l.Kind == scan.KindMissing {
-			return l.Path
-		}
+		return ""
+	}
+	if l.Kind == scan.KindMissing {
+		return l.Path
 	}
 	return ""
 }

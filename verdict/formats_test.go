@@ -304,9 +304,10 @@ func fuzzTargets(t *testing.T, dir string) map[string]bool {
 }
 
 // TestEveryFormat fails for a registered format without a fuzz target of
-// its parser that exists (.ci/run fuzzes every registered target), without a fixture for each
-// verdict it declares, or without its row in docs/formats.md; and for a
-// producer without its row in verdict's producerRules, or the reverse.
+// its parser that exists (.ci/run fuzzes every registered target),
+// without a fixture for each verdict it declares, or without its row in
+// docs/formats.md; for a format whose rule is registered without its
+// verdict/rule_<name>.go, or the reverse; and for a rule of no format.
 func TestEveryFormat(t *testing.T) {
 	ci, err := os.ReadFile(filepath.Join(moduleRoot, ".ci", "run"))
 	if err != nil {
@@ -320,7 +321,7 @@ func TestEveryFormat(t *testing.T) {
 		t.Error(".ci/run does not fuzz the registry's targets (go run ./internal/dev/fuzzlist)")
 	}
 	targets := map[string]map[string]bool{}
-	producers := map[string]bool{}
+	units := map[string]bool{}
 	for _, f := range scan.Formats() {
 		if f.Parse != nil && len(f.Fuzz) == 0 {
 			t.Errorf("format %s (scan/%s) parses records but names no fuzz target", f.Name, f.Room)
@@ -349,18 +350,16 @@ func TestEveryFormat(t *testing.T) {
 		if !strings.Contains(string(doc), "\n| `"+f.Name+"` |") {
 			t.Errorf("format %s (scan/%s) has no row in docs/formats.md's table of formats (\"| `%s` | ...\")", f.Name, f.Room, f.Name)
 		}
-		if f.Producer != "" {
-			producers[f.Producer] = true
-			if r, ok := producerRules[f.Producer]; !ok {
-				t.Errorf("producer %s (scan/%s) has no row in verdict's producerRules", f.Producer, f.Room)
-			} else if r.room != "scan/"+f.Room {
-				t.Errorf("producerRules[%q].room = %q, want %q", f.Producer, r.room, "scan/"+f.Room)
-			}
+		ruleFile := filepath.Join(moduleRoot, "verdict", "rule_"+strings.ReplaceAll(f.Name, "-", "_")+".go")
+		_, err := os.Stat(ruleFile)
+		if _, ok := rules[f.Name]; ok != (err == nil) {
+			t.Errorf("format %s: its rule is registered %v, but %s exists %v: a format's rule is registered by its own file", f.Name, ok, ruleFile, err == nil)
 		}
+		units[f.Name] = true
 	}
-	for p := range producerRules {
-		if !producers[p] {
-			t.Errorf("producerRules has a row for %q, which no registered format produces", p)
+	for name := range rules {
+		if !units[name] {
+			t.Errorf("a rule is registered for %q, which is no registered format", name)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func (j *Judge) record(l *scan.Lock, rec *scan.Record) judged {
 	// someone else (who has not written their own holder yet, or never
 	// will). A record older than the directory it sits beside does not
 	// describe that directory's owner.
-	if l.Format == scan.FormatRegistryA && rec.Info.Mtime.Before(l.Info.Created()) {
+	if u := scan.UnitOf(l); u != nil && u.StaleIfOlderThanDir && rec.Info.Mtime.Before(l.Info.Created()) {
 		return judged{v: Ownerless, holder: rec.Holder, reason: fmt.Sprintf(
 			"the holder record %s (written %s) is older than the lock directory (made %s): it was left by an earlier holder, and this directory's owner is unknown",
 			rec.File, stamp(rec.Info.Mtime), stamp(l.Info.Created()))}
@@ -332,7 +332,7 @@ func (j *Judge) notRunning(jd judged, h *scan.Holder, p Proc, pid int, placed bo
 		jd.v, jd.reason = v, fmt.Sprintf(format, args...)
 		return jd
 	}
-	if format == scan.FormatRegistryB && h.Scope == "" {
+	if u := scan.UnitOfFormat(format); u != nil && u.UnscopedMayBeElsewhere && h.Scope == "" {
 		// The writer could not tell where it was: a pid that is absent
 		// (or a zombie) here may name a process in another namespace.
 		return out(Unknown, "pid %d is not running here, but the record has no scope, so it may have been written in another pid namespace", pid)
@@ -486,8 +486,8 @@ func (j *Judge) noRecord(r Result) Result {
 	switch {
 	case l.Kind == scan.KindDir && l.Format == scan.FormatEmpty:
 		r = r.set(judged{v: Ownerless, reason: "the lock directory is empty and there is no holder file beside it"})
-	case l.Kind == scan.KindDir && l.Format == scan.FormatRegistryB:
-		r = r.set(judged{v: Ownerless, reason: "there is no holder record inside the lock directory, only writer evidence of holders that are gone"})
+	case l.Kind == scan.KindDir && evidenceOnly(l) != "":
+		r = r.set(judged{v: Ownerless, reason: evidenceOnly(l)})
 	case l.Kind == scan.KindDir:
 		r = r.set(judged{v: Ownerless, reason: fmt.Sprintf("the lock directory holds no holder record (it holds %d other entries)", len(l.Others))})
 	default:
@@ -572,4 +572,14 @@ func (j *Judge) nsInUse(ns string) (bool, error) {
 		return false, errNoPidSpace
 	}
 	return ps.NamespaceInUse(ns)
+}
+
+// evidenceOnly is why the lock directory l, which holds no record, is
+// owner-less by its format's rule when it holds only evidence of holders,
+// or "".
+func evidenceOnly(l *scan.Lock) string {
+	if u := scan.UnitOf(l); u != nil {
+		return u.EvidenceOnly
+	}
+	return ""
 }
