@@ -9,6 +9,9 @@ import "strings"
 // the kernel does.
 const KernelRecord = "lockctl-kernel-lock 1\n"
 
+// FormatKernel is lockctl's own kernel-lock file: KernelRecord.
+const FormatKernel Format = "kernel"
+
 // lockctl's own kernel-lock file. ParsePidFile reads its one line
 // (FormatKernel); the walk marks it KernelLock "lockctl".
 var formatKernel = FormatSpec{
@@ -35,3 +38,7 @@ func kernelFileAt(path string, suffixes ...string) bool {
 	}
 	return false
 }
+
+// isKernelFile says the lock file l, just read, is lockctl's own
+// kernel-lock file.
+func isKernelFile(l *Lock) bool { return l.Format == FormatKernel }

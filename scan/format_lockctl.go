@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// FormatLockctl is lockctl's own: a directory with a fenced record inside.
+const FormatLockctl Format = "lockctl"
+
 // lockctl's own lock: a directory holding one fenced record, holder
 // (docs/record-format.md).
 var formatLockctl = FormatSpec{
@@ -138,3 +141,6 @@ func parseReservation(f Format, h *Holder, ls []string, first int) (*Holder, err
 	h.Reserved, h.Until, h.TimeNS = true, time.Duration(u), time.Duration(o)
 	return h, nil
 }
+
+// isLockctlRecord says the side file's record r is lockctl's own.
+func isLockctlRecord(r Record) bool { return r.Format() == FormatLockctl }

@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// The pid file family's Formats (and the shapes of scan/lock.go).
+const (
+	FormatPid      Format = "pid"    // "<pid>\n"
+	FormatUUCP     Format = "uucp"   // "%10d\n"
+	FormatKeyValue Format = "pid-kv" // "pid=<pid>\n" and other key=value lines
+)
+
 // The pid file family: the lock file is the lock, and its bytes name its
 // owner, as dotlockfile -p, lockfile-create --use-pid, HDB UUCP and most
 // libraries write it (docs/formats.md, "pid, uucp, pid-kv, no-pid,

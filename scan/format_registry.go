@@ -1,9 +1,18 @@
 package scan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/fsx"
+)
+
+// The registry generations' Formats.
+const (
+	FormatRegistryA Format = "registry-a" // dir + sibling <lock>.holder
+	FormatRegistryB Format = "registry-b" // dir with holder.<token> inside
 )
 
 // The registry generations: a lock directory whose holder record is the
@@ -171,4 +180,111 @@ func ParseRegistryB(b []byte, nameToken string) (*Holder, error) {
 		return nil, malformed(f, "unexpected or duplicate line %d", len(ls)-len(rest)+1)
 	}
 	return &h, nil
+}
+
+// The registry generations' reading, for the walk (read.go): generation
+// B's records and writer evidence inside the lock directory (and
+// lockctl's own record there, format_lockctl.go), generation A's beside
+// it.
+
+// readInside reads what the lock directory in holds, whose entries
+// are ents: lockctl's record, generation B records and writer evidence, and
+// anything else, which is counted as other. It reports whether lockctl's own
+// record is among them.
+func readInside(in fsx.Dir, l *Lock, ents []fsx.Entry) (lockctl bool) {
+	for _, e := range ents {
+		switch {
+		case e.Name == "holder":
+			// lockctl's own record.
+			r := readRecord(in, e.Name, l.Name+"/"+e.Name)
+			if r.Err == nil {
+				r.Holder, r.Err = ParseLockctl(r.Raw)
+			}
+			l.Holders = append(l.Holders, r)
+			lockctl = true
+		case strings.HasPrefix(e.Name, "holder."):
+			tok := strings.TrimPrefix(e.Name, "holder.")
+			r := Record{File: l.Name + "/" + e.Name}
+			if len(l.Holders) < maxSideFiles {
+				r = readRecord(in, e.Name, l.Name+"/"+e.Name)
+			} else {
+				r.Err = fmt.Errorf("not read: more than %d holder records", maxSideFiles)
+			}
+			switch {
+			case r.Err == nil && tok == "":
+				r.Err = malformed(FormatRegistryB, "the file name carries no token")
+			case r.Err == nil:
+				r.Holder, r.Err = ParseRegistryB(r.Raw, tok)
+			}
+			l.Holders = append(l.Holders, r)
+		case strings.HasPrefix(e.Name, "writer."):
+			wr := Writer{Name: e.Name}
+			parts := strings.Split(strings.TrimPrefix(e.Name, "writer."), ".")
+			if len(parts) == 4 {
+				wr.Token = strings.Join(parts[:3], ".")
+				if isDigits(parts[3]) {
+					wr.Pid, _ = parsePid(parts[3])
+				}
+			}
+			l.Writers = append(l.Writers, wr)
+		case strings.HasPrefix(e.Name, "pending."):
+			l.Pending = append(l.Pending, e.Name)
+		default:
+			if len(l.Others) < maxOthers {
+				l.Others = append(l.Others, e.Name)
+			}
+		}
+	}
+	return lockctl
+}
+
+// dirLayout names the layout of a lock directory whose entries readInside
+// read, and says whether it was one: lockctl's own when its record is the
+// only one and no writer works in it, else generation B when any record or
+// writer evidence is inside.
+func dirLayout(l *Lock, lockctl bool) bool {
+	switch {
+	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
+		l.Format = FormatLockctl
+	case len(l.Holders) > 0, len(l.Writers) > 0 || len(l.Pending) > 0:
+		l.Format = FormatRegistryB
+	default:
+		return false
+	}
+	return true
+}
+
+// readHolderBeside reads generation A's holder record, the sibling
+// <lock>.holder among sides, as the record of the lock directory l, and
+// returns the side files left; ok is false when there is none.
+func readHolderBeside(d fsx.Dir, l *Lock, sides []side) (rest []side, ok bool) {
+	for i, s := range sides {
+		if s.kind == ClaimHolder {
+			r := readRecord(d, s.name, s.name)
+			if r.Err == nil {
+				r.Holder, r.Err = ParseRegistryA(r.Raw)
+			}
+			l.Holders = []Record{r}
+			l.Format = FormatRegistryA
+			return append(sides[:i:i], sides[i+1:]...), true
+		}
+	}
+	return sides, false
+}
+
+// Format guesses which layout a parsed side-file record came from.
+func (r Record) Format() Format {
+	switch {
+	case r.Holder == nil:
+		return FormatUnrecognized
+	case strings.HasPrefix(string(r.Raw), LockctlMagic+"\n") || r.Holder.Reserved:
+		return FormatLockctl
+	case strings.HasPrefix(string(r.Raw), "token "):
+		if _, ok := ParseBToken(r.Holder.Token); ok {
+			return FormatRegistryB
+		}
+		return FormatRegistryA
+	}
+	f, _, _ := ParsePidFile(r.Raw)
+	return f
 }

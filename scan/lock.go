@@ -47,20 +47,14 @@ const (
 // Format is the on-disk layout a lock was read as.
 type Format string
 
-// The layouts that many programs write. Each producer's own Format is in
-// its room, format_<producer>.go; formats.go lists them all. See
-// docs/formats.md.
+// The shapes any lock file's bytes can take whatever its format: empty,
+// "0" (written without an owner) or bytes lockctl cannot read. Every
+// other Format is its format's own, declared in its room,
+// format_<name>.go; formats.go lists them all. See docs/formats.md.
 const (
-	FormatRegistryA    Format = "registry-a"   // dir + sibling <lock>.holder
-	FormatRegistryB    Format = "registry-b"   // dir with holder.<token> inside
-	FormatPid          Format = "pid"          // "<pid>\n"
-	FormatUUCP         Format = "uucp"         // "%10d\n"
-	FormatKeyValue     Format = "pid-kv"       // "pid=<pid>\n" and other key=value lines
 	FormatNoPid        Format = "no-pid"       // "0": written without an owner
 	FormatEmpty        Format = "empty"        // empty file, or empty dir with no holder file
 	FormatUnrecognized Format = "unrecognized" // content lockctl cannot read as a record
-	FormatLockctl      Format = "lockctl"      // lockctl's own: dir with a fenced record inside
-	FormatKernel       Format = "kernel"       // lockctl's own kernel-lock file: KernelRecord
 )
 
 // Lock is one lock found on disk together with every side file that belongs

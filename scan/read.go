@@ -152,7 +152,7 @@ func (w *Walker) readFile(d fsx.Dir, l *Lock, rec *Record) {
 	}
 	switch {
 	case r.Err != nil:
-	case l.Format == FormatKernel:
+	case isKernelFile(l):
 		l.KernelLock = "lockctl"
 	case l.Format == FormatEmpty:
 		// dpkg, apt, firefox. Not otherwise: an empty git lock file keeps
@@ -191,18 +191,8 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist 
 			l.FS = ownFS(l.FS, in, l.Info, base, r.Info)
 		}
 	}
-	switch {
-	case lockctl && len(l.Holders) == 1 && len(l.Writers)+len(l.Pending) == 0:
-		l.Format = FormatLockctl
-		return sides, false
-	case len(l.Holders) > 0:
-		l.Format = FormatRegistryB
-		return sides, false
-	case len(l.Writers) > 0 || len(l.Pending) > 0:
-		l.Format = FormatRegistryB
-		return sides, false
-	case readInDir(in, l, ents):
-		return sides, false // the shell's <lock>/pid
+	if dirLayout(l, lockctl) || readInDir(in, l, ents) {
+		return sides, false // a layout of records inside; the shell's <lock>/pid
 	}
 	l.empty = len(ents) == 0
 	return sides, true
@@ -216,17 +206,8 @@ func (w *Walker) readDir(d fsx.Dir, l *Lock, sides []side) (rest []side, relist 
 // order, a record is always seen in one place or the other. It returns the
 // side files it did not consume.
 func (w *Walker) readDirBeside(d fsx.Dir, l *Lock, sides []side) []side {
-	// Generation A: the holder record is the sibling <lock>.holder.
-	for i, s := range sides {
-		if s.kind == ClaimHolder {
-			r := readRecord(d, s.name, s.name)
-			if r.Err == nil {
-				r.Holder, r.Err = ParseRegistryA(r.Raw)
-			}
-			l.Holders = []Record{r}
-			l.Format = FormatRegistryA
-			return append(sides[:i:i], sides[i+1:]...)
-		}
+	if rest, ok := readHolderBeside(d, l, sides); ok {
+		return rest
 	}
 	if l.empty {
 		l.Format = FormatEmpty
@@ -235,57 +216,6 @@ func (w *Walker) readDirBeside(d fsx.Dir, l *Lock, sides []side) []side {
 		}
 	}
 	return sides
-}
-
-// readInside reads what the lock directory in holds, whose entries
-// are ents: lockctl's record, generation B records and writer evidence, and
-// anything else, which is counted as other. It reports whether lockctl's own
-// record is among them.
-func readInside(in fsx.Dir, l *Lock, ents []fsx.Entry) (lockctl bool) {
-	for _, e := range ents {
-		switch {
-		case e.Name == "holder":
-			// lockctl's own record.
-			r := readRecord(in, e.Name, l.Name+"/"+e.Name)
-			if r.Err == nil {
-				r.Holder, r.Err = ParseLockctl(r.Raw)
-			}
-			l.Holders = append(l.Holders, r)
-			lockctl = true
-		case strings.HasPrefix(e.Name, "holder."):
-			tok := strings.TrimPrefix(e.Name, "holder.")
-			r := Record{File: l.Name + "/" + e.Name}
-			if len(l.Holders) < maxSideFiles {
-				r = readRecord(in, e.Name, l.Name+"/"+e.Name)
-			} else {
-				r.Err = fmt.Errorf("not read: more than %d holder records", maxSideFiles)
-			}
-			switch {
-			case r.Err == nil && tok == "":
-				r.Err = malformed(FormatRegistryB, "the file name carries no token")
-			case r.Err == nil:
-				r.Holder, r.Err = ParseRegistryB(r.Raw, tok)
-			}
-			l.Holders = append(l.Holders, r)
-		case strings.HasPrefix(e.Name, "writer."):
-			wr := Writer{Name: e.Name}
-			parts := strings.Split(strings.TrimPrefix(e.Name, "writer."), ".")
-			if len(parts) == 4 {
-				wr.Token = strings.Join(parts[:3], ".")
-				if isDigits(parts[3]) {
-					wr.Pid, _ = parsePid(parts[3])
-				}
-			}
-			l.Writers = append(l.Writers, wr)
-		case strings.HasPrefix(e.Name, "pending."):
-			l.Pending = append(l.Pending, e.Name)
-		default:
-			if len(l.Others) < maxOthers {
-				l.Others = append(l.Others, e.Name)
-			}
-		}
-	}
-	return lockctl
 }
 
 // readSides reads the claims, staging and unpublished records beside a lock.
@@ -312,7 +242,7 @@ func (w *Walker) readSides(d fsx.Dir, l *Lock, sides []side) {
 		if c.Kind == ClaimBreak || c.Kind == ClaimBuild {
 			_, c.NS = cutNS(s.rest)
 		}
-		if h := c.Record.Holder; c.Maker && h != nil && !h.Reserved && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && c.Record.Format() == FormatLockctl {
+		if h := c.Record.Holder; c.Maker && h != nil && !h.Reserved && (c.Kind == ClaimBuild || c.Kind == ClaimRelease) && isLockctlRecord(c.Record) {
 			// lockctl builds and releases only records of its own pid
 			// namespace (a release of another's is refused), so the
 			// record's namespace is its maker's. Not a reservation's: a
@@ -387,23 +317,6 @@ func recordsFS(l *Lock, dfs *dirFS) {
 	for _, c := range l.Claims {
 		beside(c.Record)
 	}
-}
-
-// Format guesses which layout a parsed side-file record came from.
-func (r Record) Format() Format {
-	switch {
-	case r.Holder == nil:
-		return FormatUnrecognized
-	case strings.HasPrefix(string(r.Raw), LockctlMagic+"\n") || r.Holder.Reserved:
-		return FormatLockctl
-	case strings.HasPrefix(string(r.Raw), "token "):
-		if _, ok := ParseBToken(r.Holder.Token); ok {
-			return FormatRegistryB
-		}
-		return FormatRegistryA
-	}
-	f, _, _ := ParsePidFile(r.Raw)
-	return f
 }
 
 // readLinkLock reads a symbolic link that may be a producer's lock

@@ -40,9 +40,9 @@ func fixtureDir(name string) string {
 //	want: the verdict
 //	holder: running (started before the record), recycled (started
 //	        after it), or gone (the default)
-//	evidence: git-working, git-partial, git-none, shm-free, shm-unseen,
-//	          held, free, partial (the lock table is not the whole
-//	          machine's), or none (the default)
+//	evidence: held, free, partial (the lock table is not the whole
+//	          machine's), none (the default), or a format's own world
+//	          (worlds: git-working, shm-free, terraform-applying, ...)
 //	link: <path> -> <target>, a symbolic link (repeatable)
 //	dir: <path>, an empty directory (repeatable)
 //	age: how long ago the lock was last modified (a Go duration)
@@ -203,6 +203,30 @@ func (fx fixture) build(t *testing.T, root string) *scan.Lock {
 	return l
 }
 
+// worlds are the kernels a fixture's evidence: line names, each set up on
+// the fake evidence of its lock: the ones any format may name here, and a
+// format's own in its verdict/rule_<name>_test.go (registered with world),
+// so that a new kind of world touches its format's files only.
+var worlds = map[string]func(ev *fakeEvidence, l *scan.Lock){
+	"held": func(ev *fakeEvidence, l *scan.Lock) {
+		ev.held = map[[2]uint64][]KernelHolder{{l.Info.Dev, l.Info.Ino}: {fixtureLocker}}
+	},
+	"free":    nil,
+	"none":    nil,
+	"partial": func(ev *fakeEvidence, _ *scan.Lock) { ev.whole = false },
+}
+
+// fixtureLocker is the process a held world's lock table names.
+var fixtureLocker = KernelHolder{Pid: 4242, Comm: "apt-get", How: "POSIX lock", Mode: "WRITE"}
+
+// world registers a format's own kind of world for its fixtures.
+func world(name string, set func(ev *fakeEvidence, l *scan.Lock)) {
+	if _, ok := worlds[name]; ok {
+		panic("two fixture worlds named " + name)
+	}
+	worlds[name] = set
+}
+
 // fixtureEvidence is the kernel a fixture names; local addresses are the
 // loopback ones.
 type fixtureEvidence struct{ *fakeEvidence }
@@ -231,28 +255,12 @@ func (fx fixture) judge(t *testing.T, l *scan.Lock) Result {
 		}
 	}
 	ev := &fakeEvidence{complete: true, whole: true}
-	apt := KernelHolder{Pid: 4242, Comm: "apt-get", How: "POSIX lock", Mode: "WRITE"}
-	switch fx.evidence {
-	case "git-working":
-		ev.git, ev.gitComplete = []KernelHolder{{Pid: 4321, Comm: "git", How: "works in the repository"}}, true
-	case "git-partial":
-		ev.gitComplete = false
-	case "git-none":
-		ev.gitComplete = true
-	case "shm-free":
-		ev.shmKnow = true
-	case "shm-unseen":
-	case "held":
-		info := l.Info
-		if tf := l.Terraform; tf != nil {
-			info = tf.StateInfo // Terraform's lock is on its state file
-		}
-		ev.held = map[[2]uint64][]KernelHolder{{info.Dev, info.Ino}: {apt}}
-	case "free", "none":
-	case "partial":
-		ev.whole = false
-	default:
+	w, ok := worlds[fx.evidence]
+	if !ok {
 		t.Fatalf("%s: unknown evidence %q", fx.file, fx.evidence)
+	}
+	if w != nil {
+		w(ev, l)
 	}
 	j := &Judge{Host: testHost(), Probe: &fakeProbe{t: t, procs: ps}, Evidence: fixtureEvidence{ev}}
 	return j.Judge(l)
@@ -360,6 +368,44 @@ func TestEveryFormat(t *testing.T) {
 	for name := range rules {
 		if !units[name] {
 			t.Errorf("a rule is registered for %q, which is no registered format", name)
+		}
+	}
+}
+
+// TestAddingAFormat checks docs/architecture.md's "Adding a lock format"
+// against the registry: the files it lists are the ones a format is made
+// of, and every registered format has them (its rule file only where it
+// has a rule).
+func TestAddingAFormat(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(moduleRoot, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## Adding a lock format\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var listed []string
+	for _, line := range strings.Split(section, "\n") {
+		if rest, ok := strings.CutPrefix(line, "- `"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			listed = append(listed, name)
+		}
+	}
+	want := []string{"scan/format_<name>.go", "verdict/rule_<name>.go", "scan/testdata/formats/<name>/", "docs/formats.md", "CHANGELOG.md"}
+	if !slices.Equal(listed, want) {
+		t.Errorf("docs/architecture.md lists %q as what adding a format touches, want %q", listed, want)
+	}
+	for _, f := range scan.Formats() {
+		files := []string{filepath.Join(moduleRoot, "scan", f.Room), fixtureDir(f.Name)}
+		if _, ok := rules[f.Name]; ok {
+			files = append(files, filepath.Join(moduleRoot, "verdict", "rule_"+strings.ReplaceAll(f.Name, "-", "_")+".go"))
+		}
+		if !strings.HasPrefix(f.Room, "format_") {
+			t.Errorf("format %s: its room %s is not a format_<name>.go", f.Name, f.Room)
+		}
+		for _, p := range files {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("format %s: %v", f.Name, err)
+			}
 		}
 	}
 }
