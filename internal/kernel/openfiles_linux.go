@@ -159,11 +159,27 @@ func (k *fdScan) scanTables(pid int) (seen, again bool) {
 	if done {
 		return seen, false
 	}
+	if len(names) > 0 && singleThreaded(p) {
+		// The leader's table, read above with files in it, was not let
+		// go of, and it is the process's only one.
+		return true, false
+	}
 	read, seen, done := leaderRead(pid, p, names)
 	if done {
 		return seen, false
 	}
 	return k.scanOthers(pid, p, read)
+}
+
+// singleThreaded says the process named p has one thread, by the link
+// count of /proc/<p>/task: procfs makes it 2 plus the thread count
+// (fs/proc/base.c, proc_task_getattr; /proc/<pid>/stat's field 20 is the
+// same count), one statx instead of reading and parsing the stat file. A
+// count that cannot be read says no: the caller then reads the stat file.
+func singleThreaded(p string) bool {
+	var st unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, "/proc/"+p+"/task", 0, unix.STATX_NLINK, &st)
+	return err == nil && st.Mask&unix.STATX_NLINK != 0 && st.Nlink == 3
 }
 
 // scanLeader reads the leader's table (/proc/<pid>/fd) and returns its

@@ -65,6 +65,8 @@ var (
 	bin     = flag.String("lockctl", "", "use this lockctl binary instead of building one")
 	compare = flag.String("compare", "", "also time `doctor --json` of this second lockctl binary (e.g. a patched build), as doctor-b")
 	mixFlag = flag.String("mix", "default", "the named tree to build (tree.Mixes), or all to run each in turn")
+	openers = flag.Int("openers", 0, "extra processes (sleep) holding open files while doctor runs, as a busy machine has: an owner-less lock makes doctor look at each one's descriptors")
+	openN   = flag.Int("opener-files", 3, "with -openers, the files each holds open")
 )
 
 func main() {
@@ -263,6 +265,14 @@ func buildTree(work string, m tree.Mix, perDir int) (string, tree.Counts, error)
 		return "", tree.Counts{}, err
 	}
 	cleanups = append(cleanups, procs.Stop)
+	if *openers > 0 {
+		stop, err := tree.StartOpeners(work, *openers, *openN)
+		if err != nil {
+			return "", tree.Counts{}, err
+		}
+		cleanups = append(cleanups, stop)
+		fmt.Printf("openers: %d sleep processes holding %d files each\n", *openers, *openN)
+	}
 
 	t0 := time.Now()
 	counts, err := tree.Build(root, tree.Spec{

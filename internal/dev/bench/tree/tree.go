@@ -157,6 +157,39 @@ func StartProcs(nLive, nGone int) (*Procs, error) {
 	return p, nil
 }
 
+// StartOpeners starts n sleep processes, each holding k files of dir
+// open (files of its own, made here), and returns what stops and reaps
+// them: the other processes of a busy machine, whose descriptors doctor
+// reads for an owner-less lock.
+func StartOpeners(dir string, n, k int) (stop func(), err error) {
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		cmds = nil
+	}
+	files := make([]*os.File, k)
+	for i := range files {
+		if files[i], err = os.Create(filepath.Join(dir, fmt.Sprintf("opened.%d", i))); err != nil {
+			stop()
+			return nil, err
+		}
+		defer files[i].Close()
+	}
+	for range n {
+		c := exec.Command("sleep", "86400")
+		c.ExtraFiles = files
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	return stop, nil
+}
+
 // Stop kills and reaps the live processes.
 func (p *Procs) Stop() {
 	for _, c := range p.cmds {
