@@ -94,6 +94,9 @@ type Fixer struct {
 	// the kernel shows no process holding. It is the only place where age
 	// decides anything, and only because the operator asked.
 	LegacyOlderThan time.Duration
+	// noRenameNoReplace makes every claim take the link(2) way, as on a
+	// file system without RENAME_NOREPLACE. Tests only.
+	noRenameNoReplace bool
 }
 
 // New returns a Fixer that judges claimed records again with judge, which
@@ -358,7 +361,13 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	// after it, no one else can claim this record, and the record we judged
 	// is either ours or gone.
 	f.hook(BeforeClaim, l)
-	err := from.at.RenameNoReplace(from.name, claim.at, claim.name)
+	err := f.renameClaim(from, claim)
+	if errors.Is(err, fsx.ErrNoReplaceUnsupported) && linkable(l, from) {
+		if o := f.linkClaim(l, judged, from, claim); o != nil {
+			return scan.Record{}, o
+		}
+		err = nil
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o := skipped("another process claimed or released it first")
