@@ -94,6 +94,13 @@ type Fixer struct {
 	// the kernel shows no process holding. It is the only place where age
 	// decides anything, and only because the operator asked.
 	LegacyOlderThan time.Duration
+	// Rejudge, when not nil, lets Fix sweep a lock judged gone on another
+	// host (Result.Remote, doctor --fix --via): the claimed record is
+	// judged again by that host, and only its gone removes (via.go).
+	Rejudge Rejudge
+	// again, when not nil, judges a claimed record again in place of
+	// Judge (set by sweepVia on a copy of the Fixer).
+	again func(l *scan.Lock, c place) verdict.Result
 	// noRenameNoReplace makes every claim take the link(2) way, as on a
 	// file system without RENAME_NOREPLACE. Tests only.
 	noRenameNoReplace bool
@@ -136,6 +143,8 @@ func skipped(format string, args ...any) Outcome {
 // since res was judged is left with its new owner.
 func (f *Fixer) Fix(res verdict.Result) Outcome {
 	switch {
+	case res.Remote != "" && f.Rejudge != nil && res.Verdict == verdict.Gone:
+		return f.sweepVia(res)
 	case res.Remote != "":
 		// Judged on its own host: this host's second judgement, which a
 		// removal rests on, would find it foreign again.
@@ -296,7 +305,7 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 	again := *l
 	again.Holders = []scan.Record{rec}
 	again.Claims = nil
-	if r := f.Judge.Judge(&again); r.Verdict != verdict.Gone {
+	if r := f.judgeAgain(&again, c); r.Verdict != verdict.Gone {
 		return back("judged again, the holder is %s (%s)", r.Verdict, r.Reason)
 	}
 

@@ -29,6 +29,9 @@ type Via struct {
 	// Asking, when not nil, is told which hosts are asked, before they
 	// are (doctor's progress on stderr).
 	Asking func(hosts []string)
+
+	mu  sync.Mutex
+	ids map[string]identity // each host's machine and boot id, from its first answer
 }
 
 // ExitUnreachable is ssh's exit status when it cannot reach the host.
@@ -98,6 +101,9 @@ func (v *Via) ask(host string, results []verdict.Result, idx []int) {
 	a, err := v.call(host, &req)
 	if err == nil {
 		err = check(a, host, req.Records)
+	}
+	if err == nil {
+		v.remember(host, a)
 	}
 	cmd := strings.Join(v.Command, " ")
 	for n, i := range idx {
