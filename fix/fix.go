@@ -143,7 +143,7 @@ func skipped(format string, args ...any) Outcome {
 // since res was judged is left with its new owner.
 func (f *Fixer) Fix(res verdict.Result) Outcome {
 	switch {
-	case res.Remote != "" && f.Rejudge != nil && res.Verdict == verdict.Gone:
+	case res.Remote != "" && f.Rejudge != nil:
 		return f.sweepVia(res)
 	case res.Remote != "":
 		// Judged on its own host: this host's second judgement, which a

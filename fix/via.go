@@ -24,7 +24,10 @@ type Rejudge func(host string, l *scan.Lock, rec scan.Record, claim string) verd
 // which the far end reads and judges as the lock at its path.
 func (f *Fixer) sweepVia(res verdict.Result) Outcome {
 	l := res.Lock
-	if l.Kind != scan.KindFile {
+	switch {
+	case res.Verdict != verdict.Gone:
+		return skipped("--fix removes only gone locks and abandoned claims; this one is %s (judged on host %s)", res.Verdict, res.Remote)
+	case l.Kind != scan.KindFile:
 		return kept("judged on host %s: lockctl removes a %s lock of another host only where it is judged; run 'lockctl doctor --fix %s' on %s", res.Remote, l.Kind, shellquote.Quote(l.Path), res.Remote)
 	}
 	g := *f
