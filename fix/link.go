@@ -44,6 +44,14 @@ func linkable(l *scan.Lock, from place) bool {
 // it is exclusive, and what window remains.
 func (f *Fixer) linkClaim(l *scan.Lock, judged scan.Record, from, claim place) *Outcome {
 	err := from.at.Link(from.name, claim.at, claim.name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Over NFS, link(2) may fail though it linked (a retransmitted
+		// request answered EEXIST), as liblockfile warns: the claim name,
+		// ours alone, tells.
+		if st, e := claim.at.Lstat(claim.name); e == nil && judged.Info.SameFile(st) {
+			err = nil
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o := skipped("another process claimed or released it first")
