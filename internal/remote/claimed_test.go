@@ -3,14 +3,18 @@
 package remote
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/dev/testutil"
 	"github.com/lockctl/lockctl/internal/judges"
+	"github.com/lockctl/lockctl/scan"
+	"github.com/lockctl/lockctl/verdict"
 )
 
 func TestBesideLock(t *testing.T) {
@@ -94,5 +98,49 @@ func TestSameHost(t *testing.T) {
 		if err := v.sameHost(c.host, &Answer{MachineID: c.machine, BootID: c.boot}); (err == nil) != c.ok {
 			t.Errorf("sameHost(%s, %s, %s) = %v, want ok %v", c.host, c.machine, c.boot, err, c.ok)
 		}
+	}
+}
+
+// TestRejudge: the answer about a claimed record is taken only from the
+// host asked, judging the claim sent, with the machine and boot id of that
+// host's first answer; anything else, and any failure, is unknown.
+func TestRejudge(t *testing.T) {
+	dir := t.TempDir()
+	l := &scan.Lock{Path: "/r/a.lock", Format: "gnupg"}
+	rec := scan.Record{Raw: []byte("      4242\nhostb\n")}
+	const claim = "/r/a.lock.dead.1.2"
+	answer := func(host, machine, boot, claim, verdict string) string {
+		b, _ := json.Marshal(Answer{Version: Version, Host: host, MachineID: machine, BootID: boot,
+			Judged: []Judgment{{Path: "/r/a.lock", Claim: claim, Verdict: verdict, Reason: "said so"}}})
+		return string(b)
+	}
+	for _, c := range []struct {
+		name, out string
+		exit      int
+		want      verdict.Verdict
+	}{
+		{"gone", answer("hostb", "m", "b", claim, "gone"), 0, verdict.Gone},
+		{"live", answer("hostb", "m", "b", claim, "live"), 0, verdict.Live},
+		{"another host", answer("hostc", "m", "b", claim, "gone"), 0, verdict.Unknown},
+		{"another machine", answer("hostb", "m2", "b", claim, "gone"), 0, verdict.Unknown},
+		{"booted since", answer("hostb", "m", "b2", claim, "gone"), 0, verdict.Unknown},
+		{"another claim", answer("hostb", "m", "b", "/r/a.lock.dead.3.4", "gone"), 0, verdict.Unknown},
+		{"no claim", answer("hostb", "m", "b", "", "gone"), 0, verdict.Unknown},
+		{"malformed", "{", 0, verdict.Unknown},
+		{"unreachable", "", 255, verdict.Unknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
+			testutil.WriteFile(t, out, []byte(c.out))
+			v := &Via{Command: []string{"/bin/sh", "-c", fmt.Sprintf("cat >/dev/null; cat %s; exit %d", out, c.exit), "fake-ssh"}, Timeout: 10 * time.Second}
+			v.remember("hostb", &Answer{MachineID: "m", BootID: "b"})
+			if got := v.Rejudge("hostb", l, rec, claim); got.Verdict != c.want || got.Remote != "hostb" {
+				t.Errorf("Rejudge = %s (%s), remote %q; want %s from hostb", got.Verdict, got.Reason, got.Remote, c.want)
+			}
+		})
+	}
+	v := &Via{Command: []string{"/bin/false"}, Timeout: time.Second}
+	if got := v.Rejudge("-oProxyCommand=x", l, rec, claim); got.Verdict != verdict.Unknown {
+		t.Errorf("Rejudge of a host that is no host name = %s, want unknown", got.Verdict)
 	}
 }
