@@ -281,7 +281,7 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 		d.opts.Fixer.Hook = fixHook(stderr)
 		d.opts.Fixer.LegacyOlderThan = legacy
 		if d.via != nil {
-			d.opts.Fixer.Rejudge = d.via.Rejudge
+			d.opts.Fixer.Rejudge, d.via.Fixing = d.via.Rejudge, true
 		}
 		d.opts.Conflict = func(res verdict.Result, o fix.Outcome) {
 			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))

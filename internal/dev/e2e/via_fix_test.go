@@ -99,14 +99,27 @@ func TestDoctorFixVia(t *testing.T) {
 		return p.pid
 	}
 	runs := 0
-	fixVia := func(lock string) feLock {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fixVia runs doctor --fix --via on lock; noRename: under the filter
+	// that refuses renameat2 (NFS's answer), so that it claims by link(2).
+	fixVia := func(lock string, noRename bool) feLock {
 		t.Helper()
 		runs++
 		log := filepath.Join(files, fmt.Sprintf("ssh-%d.log", runs))
-		res := r.lockctl(append(env, "FAKE_SSH_LOG="+log), "doctor", "--json", "--fix", "--via", ssh, "--via-timeout", "20s", lock)
-		doc := feDecode(t, "doctor --fix --via", []byte(res.stdout))
-		if len(doc.Locks) != 1 || res.code > 1 {
-			t.Fatalf("doctor --fix --via %s: exit %d\n%s\n%s", lock, res.code, res.stdout, res.stderr)
+		args := []string{bin, "doctor", "--json", "--fix", "--via", ssh, "--via-timeout", "20s", lock}
+		runEnv := append(env, "FAKE_SSH_LOG="+log)
+		if noRename {
+			args = append([]string{self}, args...)
+			runEnv = append(runEnv, noRenameat2Env+"=1")
+		}
+		p := r.start(runEnv, args...)
+		code, stdout, stderr := p.wait(time.Minute), p.outText(), p.errText()
+		doc := feDecode(t, "doctor --fix --via", []byte(stdout))
+		if len(doc.Locks) != 1 || code > 1 {
+			t.Fatalf("doctor --fix --via %s: exit %d\n%s\n%s", lock, code, stdout, stderr)
 		}
 		return doc.Locks[0]
 	}
@@ -117,13 +130,16 @@ func TestDoctorFixVia(t *testing.T) {
 		action     string
 		why        string // in the action's reason
 		untouched  bool   // not even claimed
+		noRename   bool   // where renameat2 is refused (NFS): a link claim
 	}{
-		{"gone there", "hostb", false, "gone", "removed", "judged it again and removed", false},
-		{"live there", "hostb", true, "live", "skipped", "removes only gone locks", true},
-		{"unreachable", "hostc", false, "foreign", "skipped", "removes only gone locks", true},
-		{"second answer from another host", "hoste", false, "gone", "kept", `comes from host "hostb", not hoste`, false},
-		{"live when asked again", "hostf", true, "gone", "kept", "judged again, the holder is live", false},
-		{"unreachable when asked again", "hostg", false, "gone", "kept", "cannot be reached", false},
+		{"gone there", "hostb", false, "gone", "removed", "judged it again and removed", false, false},
+		{"gone there, without renameat2", "hostb", false, "gone", "removed", "judged it again and removed", false, true},
+		{"live when asked again, without renameat2", "hostf", true, "gone", "kept", "judged again, the holder is live", false, true},
+		{"live there", "hostb", true, "live", "skipped", "removes only gone locks", true, false},
+		{"unreachable", "hostc", false, "foreign", "skipped", "removes only gone locks", true, false},
+		{"second answer from another host", "hoste", false, "gone", "kept", `comes from host "hostb", not hoste`, false, false},
+		{"live when asked again", "hostf", true, "gone", "kept", "judged again, the holder is live", false, false},
+		{"unreachable when asked again", "hostg", false, "gone", "kept", "cannot be reached", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -131,7 +147,7 @@ func TestDoctorFixVia(t *testing.T) {
 			rec := []byte(fmt.Sprintf("%10d\n%s\n", holder(c.host, c.alive), c.host))
 			testutil.WriteFile(t, lock, rec)
 			before := testutil.Snapshot(t, dir)
-			got := fixVia(lock)
+			got := fixVia(lock, c.noRename)
 			if got.Verdict != c.verdict || got.Action != c.action || !strings.Contains(got.ActionReason, c.why) || got.Conflict != "" {
 				t.Errorf("doctor --fix --via on a lock of %s: %s, %s (%s), conflict %q; want %s, %s, saying %q", c.host, got.Verdict, got.Action, got.ActionReason, got.Conflict, c.verdict, c.action, c.why)
 			}
