@@ -94,6 +94,16 @@ type Fixer struct {
 	// the kernel shows no process holding. It is the only place where age
 	// decides anything, and only because the operator asked.
 	LegacyOlderThan time.Duration
+	// Rejudge, when not nil, lets Fix sweep a lock judged gone on another
+	// host (Result.Remote, doctor --fix --via): the claimed record is
+	// judged again by that host, and only its gone removes (via.go).
+	Rejudge Rejudge
+	// again, when not nil, judges a claimed record again in place of
+	// Judge (set by sweepVia on a copy of the Fixer).
+	again func(l *scan.Lock, c place) verdict.Result
+	// noRenameNoReplace makes every claim take the link(2) way, as on a
+	// file system without RENAME_NOREPLACE. Tests only.
+	noRenameNoReplace bool
 }
 
 // New returns a Fixer that judges claimed records again with judge, which
@@ -133,6 +143,8 @@ func skipped(format string, args ...any) Outcome {
 // since res was judged is left with its new owner.
 func (f *Fixer) Fix(res verdict.Result) Outcome {
 	switch {
+	case res.Remote != "" && f.Rejudge != nil:
+		return f.sweepVia(res)
 	case res.Remote != "":
 		// Judged on its own host: this host's second judgement, which a
 		// removal rests on, would find it foreign again.
@@ -293,7 +305,7 @@ func (f *Fixer) claimJudgeRemove(l *scan.Lock, judged scan.Record, from, c place
 	again := *l
 	again.Holders = []scan.Record{rec}
 	again.Claims = nil
-	if r := f.Judge.Judge(&again); r.Verdict != verdict.Gone {
+	if r := f.judgeAgain(&again, c); r.Verdict != verdict.Gone {
 		return back("judged again, the holder is %s (%s)", r.Verdict, r.Reason)
 	}
 
@@ -358,7 +370,13 @@ func (f *Fixer) bind(l *scan.Lock, judged scan.Record, from, claim place) (scan.
 	// after it, no one else can claim this record, and the record we judged
 	// is either ours or gone.
 	f.hook(BeforeClaim, l)
-	err := from.at.RenameNoReplace(from.name, claim.at, claim.name)
+	err := f.renameClaim(from, claim)
+	if errors.Is(err, fsx.ErrNoReplaceUnsupported) && linkable(l, from) {
+		if o := f.linkClaim(l, judged, from, claim); o != nil {
+			return scan.Record{}, o
+		}
+		err = nil
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o := skipped("another process claimed or released it first")

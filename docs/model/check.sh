@@ -65,6 +65,13 @@ checks=(
 	"inplace-claim|fail|-DINPLACE -DCLAIM|a producer rewriting in place beside a waiter on O_EXCL, and --fix claiming: two holders"
 	"inplace-noclaim|pass|-DINPLACE|... and --fix leaving that format alone (scan.InPlace): P1"
 	"excl-claim|pass|-DCLAIM|a producer that only creates (O_EXCL), and --fix claiming: P1"
+	# The claim by link(2) where RENAME_NOREPLACE is refused (linkclaim.pml,
+	# issue 33): sweepers racing one another and a waiter on O_EXCL.
+	"linkclaim|pass|-DNS=2|2 sweepers claiming by link(2), a waiter on O_EXCL: P2 (no live lock unlinked), P1"
+	"linkclaim-3|pass|-DNS=3|3 sweepers claiming by link(2), a waiter on O_EXCL: P2, P1"
+	"linkclaim-nocount|fail|-DNS=2 -DMUT_NOCOUNT|without the link count check, one sweeper frees the name under another's claim"
+	"linkclaim-noident|fail|-DNS=2 -DMUT_NOIDENT|without the inode checks, a lock made since is unlinked"
+	"linkclaim-breaker|fail|-DNS=1 -DBREAKER|the window that remains: a producer breaking the stale lock itself between the look and the unlink"
 )
 # Larger configurations (FULL=1): a few more minutes of CPU, 2 GB of memory
 # each (two at once with the default JOBS on 2 cores).
@@ -100,6 +107,7 @@ run() {
 	local name=$1 expect=$2 flags=$3 dir=$work/$1 src=$model
 	[[ $name == reserve* ]] && src=$here/reserve.pml
 	[[ $name == inplace* || $name == excl* ]] && src=$here/inplace.pml
+	[[ $name == linkclaim* ]] && src=$here/linkclaim.pml
 	mkdir -p "$dir"
 	cp "$src" "$dir/lockctl.pml"
 	(

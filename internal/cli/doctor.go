@@ -34,8 +34,12 @@ the standard places that exist: /run/lock, /var/lock, $XDG_RUNTIME_DIR and
 the agmsg team directories under the home directory.
 
 With --fix, gone locks are removed and abandoned breaks finished, each by a
-claim-first rename bound to the holder that was judged (docs/fix-protocol.md).
-Nothing else is ever touched.
+claim-first rename bound to the holder that was judged (docs/fix-protocol.md);
+where the file system cannot rename without replacing (NFS), a lock file is
+claimed by link(2) instead, and a lock directory is kept. With --fix --via
+CMD, a lock file judged gone on the host its record names is claimed here,
+and removed only if that host judges the claimed record gone again; any
+other answer, or none, puts it back. Nothing else is ever touched.
 
 Exit status: 0 when no lock needs attention (after --fix, when none still
 does), 1 when a lock has a verdict in the fail set (--fail-on), 2 on a usage
@@ -57,7 +61,7 @@ cover), or when the report cannot be written.`,
 			&cli.BoolFlag{Name: "allow-partial", Usage: "exit by the locks found even when some directories could not be read (by default an incomplete look exits 2)"},
 			&cli.StringFlag{Name: "only", Usage: "write out only the locks of these comma-separated `VERDICTS` (counts, the summary and the exit status still cover every lock)"},
 			&cli.IntSliceFlag{Name: "not-a-holder", Usage: "vouch that the process `PID` (repeatable; bound to its start time now) holds none of these locks where its open files cannot be read (a pid 1 or a confined process that hides them even from root); never a recorded holder, never a lockctl, never the kernel's lock table; every verdict it completes says so"},
-			&cli.StringFlag{Name: "via", Usage: "judge each foreign lock on the host its record names, by running `CMD` HOST lockctl judge (an argument vector split on blanks, as rsync -e does: 'ssh', 'ssh -p 2222', a wrapper script)"},
+			&cli.StringFlag{Name: "via", Usage: "judge each foreign lock on the host its record names, by running `CMD` HOST lockctl judge (an argument vector split on blanks, as rsync -e does: 'ssh', 'ssh -p 2222', a wrapper script); with --fix, a lock file judged gone there is claimed here and removed only if that host judges the claimed record gone again"},
 			&cli.DurationFlag{Name: "via-timeout", Value: 10 * time.Second, Usage: "with --via, how long to wait for each host's answer"},
 			rootFlag, topFlag,
 		},
@@ -207,6 +211,7 @@ type doctorRun struct {
 	now   time.Time
 	quiet bool
 	root  string // --root: the root whose keyed lock alone is judged
+	via   *remote.Via
 }
 
 // newDoctorRun turns doctor's flags into the options of doctor.Run.
@@ -275,6 +280,9 @@ func newDoctorRun(c *cli.Context) (*doctorRun, error) {
 		d.opts.Fixer = fix.New(sweep)
 		d.opts.Fixer.Hook = fixHook(stderr)
 		d.opts.Fixer.LegacyOlderThan = legacy
+		if d.via != nil {
+			d.opts.Fixer.Rejudge, d.via.Fixing = d.via.Rejudge, true
+		}
 		d.opts.Conflict = func(res verdict.Result, o fix.Outcome) {
 			fmt.Fprintf(stderr, "lockctl: conflict at %s: %s\n", report.ShellQuote(res.Lock.Path), report.Clean(o.Reason))
 		}
@@ -297,7 +305,9 @@ func (d *doctorRun) setJudges(c *cli.Context) (vouched map[int]uint64, err error
 	}
 	judges.Vouch(d.opts.Judge, vouched)
 	d.opts.Detail = judges.Detail
-	d.opts.Via, err = viaOf(c, d.quiet)
+	if d.via, err = viaOf(c, d.quiet); d.via != nil {
+		d.opts.Via = d.via.Judge
+	}
 	return vouched, err
 }
 
@@ -348,7 +358,7 @@ func quoteAll(paths []string) string {
 
 // viaOf reads --via and --via-timeout: the judge of foreign locks on their
 // own hosts, or nil.
-func viaOf(c *cli.Context, quiet bool) (func([]verdict.Result) []verdict.Result, error) {
+func viaOf(c *cli.Context, quiet bool) (*remote.Via, error) {
 	via := strings.Fields(c.String("via"))
 	switch t := c.Duration("via-timeout"); {
 	case len(via) == 0 && c.IsSet("via"):
@@ -365,6 +375,6 @@ func viaOf(c *cli.Context, quiet bool) (func([]verdict.Result) []verdict.Result,
 				fmt.Fprintf(stderr, "lockctl: asking %s through %s: %s\n", plural(len(hosts), "1 host", fmt.Sprintf("%d hosts", len(hosts))), report.Clean(strings.Join(via, " ")), strings.Join(hosts, ", "))
 			}
 		}
-		return v.Judge, nil
+		return v, nil
 	}
 }

@@ -27,6 +27,11 @@ lock at each path sent, since a lock's kernel locks and its holders' open
 files can be asked only of the lock itself; a record it cannot read there,
 or whose bytes there are not those sent, is unknown.
 
+A record sent with a claim (doctor --fix --via, after claiming the lock on
+its side) is read at the claim's path, which must be beside the lock (its
+directory, named <lock>.dead.<...>; anything else is unknown), and judged
+as the lock's record: the removal there waits on this verdict.
+
 Exit status: 0 answered; 2 a request it cannot read.`,
 		OnUsageError: onUsage,
 		Action:       judgeAction,

@@ -23,6 +23,9 @@ func Judge(req *Request, host verdict.Host, judge *verdict.Judge) *Answer {
 }
 
 func judgeOne(rec Record, judge *verdict.Judge) Judgment {
+	if rec.Claim != "" {
+		return judgeClaimed(rec, judge)
+	}
 	out := Judgment{Path: rec.Path, Verdict: string(verdict.Unknown)}
 	if !filepath.IsAbs(rec.Path) || filepath.Clean(rec.Path) != rec.Path {
 		out.Reason = "the path sent is not a clean absolute path"

@@ -41,6 +41,10 @@ type Record struct {
 	Path   string `json:"path"`
 	Format string `json:"format"`
 	Bytes  string `json:"bytes"`
+	// Claim, when set, is a claim of the lock made by doctor --fix --via:
+	// the record at Path renamed (or linked) to this path beside it, which
+	// is judged as the lock's record (claimed.go).
+	Claim string `json:"claim,omitempty"`
 }
 
 // Answer is what lockctl judge writes back: who it is, and a judgement per
@@ -59,6 +63,8 @@ type Judgment struct {
 	Verdict string   `json:"verdict"`
 	Reason  string   `json:"reason"`
 	Notes   []string `json:"notes,omitempty"`
+	// Claim is the claim judged, as sent.
+	Claim string `json:"claim,omitempty"`
 }
 
 // hostName is the strict pattern a record's host must match to be passed

@@ -29,6 +29,12 @@ type Via struct {
 	// Asking, when not nil, is told which hosts are asked, before they
 	// are (doctor's progress on stderr).
 	Asking func(hosts []string)
+	// Fixing says doctor runs with --fix, which acts on a gone lock here
+	// (Rejudge): its notes then do not send the operator to its host.
+	Fixing bool
+
+	mu  sync.Mutex
+	ids map[string]identity // each host's machine and boot id, from its first answer
 }
 
 // ExitUnreachable is ssh's exit status when it cannot reach the host.
@@ -99,6 +105,9 @@ func (v *Via) ask(host string, results []verdict.Result, idx []int) {
 	if err == nil {
 		err = check(a, host, req.Records)
 	}
+	if err == nil {
+		v.remember(host, a)
+	}
 	cmd := strings.Join(v.Command, " ")
 	for n, i := range idx {
 		r := &results[i]
@@ -115,7 +124,7 @@ func (v *Via) ask(host string, results []verdict.Result, idx []int) {
 		for _, note := range j.Notes {
 			r.Notes = append(r.Notes, "on "+host+": "+report.Clean(note))
 		}
-		if r.Verdict == verdict.Gone {
+		if r.Verdict == verdict.Gone && !v.Fixing {
 			r.Notes = append(r.Notes, fmt.Sprintf("remove it on %s, where it is judged: lockctl doctor --fix %s", host, r.Lock.Path))
 		}
 	}

@@ -118,14 +118,18 @@ func (r *lcReaper) gonePid() int {
 	return s.pid
 }
 
-// TestFixWithoutNoReplace: doctor --fix finds gone locks of every format,
-// and keeps every one, saying why; not a byte changes.
+// TestFixWithoutNoReplace: where renameat2 is refused (NFS; a seccomp
+// filter stands in, since this kernel has no NFS server to mount from),
+// doctor --fix sweeps a gone lock file by its claim by link(2), keeps a
+// live one byte for byte, and keeps every gone lock directory (generation
+// A and B, lockctl's own) untouched, saying why: a directory cannot be
+// linked.
 func TestFixWithoutNoReplace(t *testing.T) {
 	r := lcNewReaper(t)
 	host := kernel.LocalHost()
-	dir := t.TempDir()
+	dir, files := t.TempDir(), t.TempDir()
 	gone := r.gonePid()
-	// Generation A, generation B, a pid file, and lockctl's own lock.
+	// Generation A, generation B, and lockctl's own lock: directories.
 	testutil.Mkdir(t, filepath.Join(dir, "a.lock"))
 	testutil.WriteFile(t, filepath.Join(dir, "a.lock.holder"), testutil.RecA(gone, host.Name))
 	if host.Scope != "" {
@@ -133,28 +137,117 @@ func TestFixWithoutNoReplace(t *testing.T) {
 		testutil.Mkdir(t, filepath.Join(dir, "b.lock"))
 		testutil.WriteFile(t, filepath.Join(dir, "b.lock", "holder."+tok), testutil.RecB(tok, gone, host.Name, host.Scope))
 	}
-	testutil.WriteFile(t, filepath.Join(dir, "p.lock"), testutil.FileRec(gone))
 	s := r.sleeper()
 	r.mustLockctl(0, "acquire", "--holder-pid", strconv.Itoa(s.pid), filepath.Join(dir, "own.lock"))
 	s.kill()
 	r.waitGone(s.pid)
+	// Lock files, in a directory of their own: one gone, one live.
+	live := r.sleeper()
+	testutil.WriteFile(t, filepath.Join(files, "p.lock"), testutil.FileRec(gone))
+	testutil.WriteFile(t, filepath.Join(files, "q.lock"), testutil.FileRec(live.pid))
 	before := testutil.Snapshot(t, dir)
+	liveBefore := testutil.Snapshot(t, filepath.Join(files))
 
-	res := r.noReplace("doctor", "--fix", "--json", dir)
+	res := r.noReplace("doctor", "--fix", "--json", dir, files)
 	if res.code != 1 {
-		t.Fatalf("doctor --fix: exit %d, want 1\n%s\n%s", res.code, res.stdout, res.stderr)
+		t.Fatalf("doctor --fix: exit %d, want 1 (the directories are still gone)\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	doc := feDecode(t, "doctor --fix", []byte(res.stdout))
-	if len(doc.Locks) < 3 {
+	if len(doc.Locks) < 4 {
 		t.Fatalf("doctor --fix judged %d locks, want every one: %s", len(doc.Locks), res.stdout)
 	}
 	for _, l := range doc.Locks {
-		if l.Verdict != "gone" || l.Action != "kept" || !strings.Contains(l.ActionReason, "cannot rename without replacing") {
-			t.Errorf("%s: %s, %s (%s), want gone and kept because the file system cannot rename without replacing", l.Path, l.Verdict, l.Action, l.ActionReason)
+		switch filepath.Base(l.Path) {
+		case "p.lock":
+			if l.Verdict != "gone" || l.Action != "removed" {
+				t.Errorf("%s: %s, %s (%s), want gone and removed by its claim by link(2)", l.Path, l.Verdict, l.Action, l.ActionReason)
+			}
+		case "q.lock":
+			if l.Verdict != "live" || l.Action != "skipped" {
+				t.Errorf("%s: %s, %s (%s), want live and skipped", l.Path, l.Verdict, l.Action, l.ActionReason)
+			}
+		default:
+			if l.Verdict != "gone" || l.Action != "kept" || !strings.Contains(l.ActionReason, "cannot rename without replacing") {
+				t.Errorf("%s: %s, %s (%s), want gone and kept because the file system cannot rename without replacing", l.Path, l.Verdict, l.Action, l.ActionReason)
+			}
 		}
 	}
-	// Where it cannot claim, doctor --fix may not so much as touch a lock.
+	// A lock directory it cannot claim, doctor --fix may not so much as
+	// touch; the live lock file is as it was; of the gone one, nothing is
+	// left, not even a claim.
 	testutil.Untouched(t, dir, before)
+	delete(liveBefore, "p.lock")
+	testutil.SameTree(t, files, liveBefore)
+}
+
+// TestFixWithoutNoReplaceRacing: sweepers racing over the same gone lock
+// files, each claiming by link(2) where renameat2 is refused, remove each
+// at most once between them, and never a live one; two that link the same
+// lock at once both leave it (three names), so one more run after them
+// removes what they left, and then each was removed exactly once.
+func TestFixWithoutNoReplaceRacing(t *testing.T) {
+	r := lcNewReaper(t)
+	if _, ok := seccompArch[runtime.GOARCH]; !ok {
+		t.Skipf("the seccomp filter is written for amd64 and arm64, not %s", runtime.GOARCH)
+	}
+	dir := t.TempDir()
+	gone, live := r.gonePid(), r.sleeper()
+	const n = 30
+	for i := range n {
+		testutil.WriteFile(t, filepath.Join(dir, fmt.Sprintf("g%02d.lock", i)), testutil.FileRec(gone))
+	}
+	testutil.WriteFile(t, filepath.Join(dir, "live.lock"), testutil.FileRec(live.pid))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := func() *lcProc {
+		return r.start([]string{noRenameat2Env + "=1"}, self, lcBinary(t), "doctor", "--fix", "--json-lines", "--quiet", dir)
+	}
+	var ps []*lcProc
+	for range 4 {
+		ps = append(ps, sweep())
+	}
+	removed := map[string]int{}
+	count := func(i int, p *lcProc) {
+		code := p.wait(time.Minute)
+		if code == 99 || code > 1 {
+			t.Fatalf("sweeper %d: exit %d\n%s", i, code, p.errText())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(p.outText()), "\n") {
+			var jl feLock
+			if jsonUnmarshal(line, &jl) != nil || jl.Path == "" {
+				continue
+			}
+			if jl.Action == "removed" {
+				removed[filepath.Base(jl.Path)]++
+			}
+			if jl.Conflict != "" {
+				t.Errorf("sweeper %d: %s: conflict at %s (%s)", i, jl.Path, jl.Conflict, jl.ActionReason)
+			}
+		}
+	}
+	for i, p := range ps {
+		count(i, p)
+	}
+	for name, k := range removed {
+		if k > 1 {
+			t.Errorf("%s was removed %d times by racing sweepers, want at most once", name, k)
+		}
+	}
+	count(len(ps), sweep())
+	for i := range n {
+		if name := fmt.Sprintf("g%02d.lock", i); removed[name] != 1 {
+			t.Errorf("%s was removed %d times, want once", name, removed[name])
+		}
+	}
+	if removed["live.lock"] != 0 {
+		t.Errorf("the live lock was removed")
+	}
+	testutil.WantNames(t, dir, "live.lock")
+	if got, err := os.ReadFile(filepath.Join(dir, "live.lock")); err != nil || string(got) != string(testutil.FileRec(live.pid)) {
+		t.Errorf("the live lock holds %q (%v), want its record as it was", got, err)
+	}
 }
 
 // TestLockWithoutNoReplace: acquire publishes by mkdir and link, release

@@ -33,7 +33,9 @@ exec nsenter -t "$t" -u -m -- "$@"
 // TestDoctorVia: doctor --via judges a foreign lock on the host its record
 // names (a second "host" made of UTS and mount namespaces, reached by
 // a stand-in for ssh): live while its holder runs there, gone once it has
-// exited, and never removed from here; an unreachable host, an answer
+// exited, and, a pid= file being a format --fix never claims (scan.InPlace),
+// never removed from here (TestDoctorFixVia removes lock files of a
+// claimed format); an unreachable host, an answer
 // from another host and a host name that is an option leave their locks
 // foreign, and the last is never passed on (issue 33).
 func TestDoctorVia(t *testing.T) {
@@ -96,7 +98,8 @@ func TestDoctorVia(t *testing.T) {
 	if got := via(cli.ExitAttention, l); got.Verdict != "gone" || !strings.Contains(got.Reason, "judged on host hostb") {
 		t.Errorf("doctor --via once the holder exited on hostb: %s (%s), want gone", got.Verdict, got.Reason)
 	}
-	// lockctl judge only reads, and --fix keeps a lock judged elsewhere.
+	// lockctl judge only reads, and --fix --via keeps a lock of a format
+	// it never claims, judged anywhere.
 	via(cli.ExitAttention, "--fix", l)
 	testutil.SameTree(t, dir, before)
 
