@@ -441,10 +441,11 @@ type lcLock struct {
 		Pid     int64  `json:"pid"`
 		Command string `json:"command"`
 	} `json:"holder"`
-	Remove  []string `json:"remove"`
-	Notes   []string `json:"notes"`
-	Action  string   `json:"action"`
-	Waiters []struct {
+	Remove       []string `json:"remove"`
+	Notes        []string `json:"notes"`
+	Action       string   `json:"action"`
+	ActionReason string   `json:"action_reason"`
+	Waiters      []struct {
 		Pid      int    `json:"pid"`
 		Command  string `json:"command"`
 		LockType string `json:"lock_type"`

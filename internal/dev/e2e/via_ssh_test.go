@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,9 +106,10 @@ SetEnv PATH=%[2]s:/usr/sbin:/usr/bin:/sbin:/bin
 	s := r.sleeper()
 	l := filepath.Join(dir, "b.lock")
 	testutil.WriteFile(t, l, []byte("pid="+strconv.Itoa(s.pid)+"\nhost=hostb\n"))
-	doctor := func(cfg string, want int) lcLock {
+	doctor := func(cfg string, want int, args ...string) lcLock {
 		t.Helper()
-		p := r.start(nil, need["nsenter"], netns, "--", bin, "doctor", "--json", "--via", need["ssh"]+" -F "+cfg, l)
+		argv := append([]string{need["nsenter"], netns, "--", bin, "doctor", "--json", "--via", need["ssh"] + " -F " + cfg}, args...)
+		p := r.start(nil, append(argv, l)...)
 		code := p.wait(60 * time.Second)
 		var doc lcDoc
 		if err := jsonUnmarshal(p.outText(), &doc); err != nil || len(doc.Locks) != 1 || code != want {
@@ -125,5 +127,30 @@ SetEnv PATH=%[2]s:/usr/sbin:/usr/bin:/sbin:/bin
 	r.waitGone(s.pid)
 	if got := doctor(good, cli.ExitAttention); got.Verdict != "gone" {
 		t.Errorf("doctor --via ssh once hostb's holder exited: %s (%s), want gone", got.Verdict, got.Reason)
+	}
+
+	// --fix --via through the same sshd: a GnuPG dotlock of hostb (a
+	// format --fix claims) is kept while its gpg runs there, and once it
+	// is gone there, claimed here, judged again there, and removed.
+	g := r.sleeper()
+	l = filepath.Join(dir, "pubring.kbx.lock")
+	rec := []byte(fmt.Sprintf("%10d\nhostb\n", g.pid))
+	testutil.WriteFile(t, l, rec)
+	if got := doctor(good, cli.ExitOK, "--fix"); got.Verdict != "live" || got.Action == "removed" {
+		t.Errorf("doctor --fix --via ssh on hostb's running gpg: %s, %s (%s), want live, kept", got.Verdict, got.Action, got.ActionReason)
+	}
+	if b, err := os.ReadFile(l); err != nil || !bytes.Equal(b, rec) {
+		t.Fatalf("the live dotlock changed: %q, %v", b, err)
+	}
+	g.kill()
+	r.waitGone(g.pid)
+	if got := doctor(good, cli.ExitOK, "--fix"); got.Verdict != "gone" || got.Action != "removed" {
+		t.Errorf("doctor --fix --via ssh once hostb's gpg exited: %s, %s (%s), want gone, removed", got.Verdict, got.Action, got.ActionReason)
+	}
+	if _, err := os.Lstat(l); !os.IsNotExist(err) {
+		t.Errorf("the gone dotlock is still there: %v", err)
+	}
+	if left, _ := filepath.Glob(l + ".dead.*"); len(left) > 0 {
+		t.Errorf("claims left behind: %q", left)
 	}
 }
