@@ -1,6 +1,8 @@
 package fix
 
 import (
+	"fmt"
+
 	"github.com/lockctl/lockctl/internal/shellquote"
 	"github.com/lockctl/lockctl/scan"
 	"github.com/lockctl/lockctl/verdict"
@@ -35,7 +37,19 @@ func (f *Fixer) sweepVia(res verdict.Result) Outcome {
 		if len(again.Holders) != 1 {
 			return verdict.Result{Verdict: verdict.Unknown, Reason: "no claimed record to send"}
 		}
-		return f.Rejudge(res.Remote, l, again.Holders[0], c.path())
+		r := f.Rejudge(res.Remote, l, again.Holders[0], c.path())
+		if r.Verdict != verdict.Gone {
+			return r
+		}
+		// Its host's kernel covers its processes, never this host's,
+		// which may lock the same file on a shared volume.
+		switch held, doubt := f.Judge.LockedHere(again); {
+		case held != "":
+			return verdict.Result{Verdict: verdict.Live, Reason: fmt.Sprintf("gone on host %s, but on this host %s", res.Remote, held)}
+		case doubt != "":
+			return verdict.Result{Verdict: verdict.Unknown, Reason: fmt.Sprintf("gone on host %s, but whether a process of this host holds a lock on it cannot be told: %s", res.Remote, doubt)}
+		}
+		return r
 	}
 	return g.sweep(res)
 }

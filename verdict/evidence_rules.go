@@ -143,6 +143,27 @@ func (j *Judge) lockedAnyway(r Result) Result {
 	return r
 }
 
+// LockedHere says whether a process of this host holds an advisory lock on
+// the lock file l (or, claimed, on its claim: lockFileName), by the same
+// premise as every gone verdict here (advisoryOn): held names how, doubt
+// why that cannot be proved either way; both "" when no lock is held. For a
+// lock judged gone on another host (doctor --fix --via): its kernel's
+// answer covers its own processes, never this host's, which may lock the
+// same file on a shared volume.
+func (j *Judge) LockedHere(l *scan.Lock) (held, doubt string) {
+	if j.Evidence == nil {
+		return "", "this host's kernel was not asked"
+	}
+	a := j.advisoryOn(l.Dir, lockFileName(l), l.Info)
+	switch {
+	case len(a.holders) > 0:
+		return a.text, ""
+	case !a.none:
+		return "", a.doubt
+	}
+	return "", ""
+}
+
 // lockFileName is where the lock l stands in l.Dir now: its name, or, for
 // a lock file that is its own record and has been claimed out of its name
 // (fix's second judgement), the claim's name, where the same inode is.

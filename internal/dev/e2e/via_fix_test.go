@@ -19,7 +19,9 @@ import (
 // doctor --fix --via's second question (about the claimed record)
 // otherwise than its first: hoste's second answer comes from hostb, which
 // lies that the record is gone; hostf's first answer lies that it is gone
-// and its second tells the truth; hostg cannot be reached the second time.
+// and its second tells the truth; hostg cannot be reached the second time;
+// hosth always answers gone, as a host that cannot see this one's locks
+// (another machine on a shared volume) would.
 // Each host's calls are counted in the log, one per run.
 const fakeSSHFix = `#!/bin/sh
 printf '%s\n' "$*" >>"$FAKE_SSH_LOG"
@@ -31,6 +33,7 @@ case $host in
 hostb) t=$HOSTB ;;
 hoste) t=$HOSTE; if [ "$n" -gt 1 ]; then t=$HOSTB lie=gone; fi ;;
 hostf) t=$HOSTF; if [ "$n" -eq 1 ]; then lie=gone; fi ;;
+hosth) t=$HOSTH lie=gone ;;
 hostg) t=$HOSTG
 	if [ "$n" -gt 1 ]; then echo "ssh: connect to host hostg port 22: Connection refused" >&2; exit 255; fi ;;
 *) echo "ssh: Could not resolve hostname $host: Name or service not known" >&2; exit 255 ;;
@@ -83,7 +86,7 @@ func TestDoctorFixVia(t *testing.T) {
 	if err := os.Chmod(ssh, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hosts := viaHosts(t, r, "hostb", "hoste", "hostf", "hostg")
+	hosts := viaHosts(t, r, "hostb", "hoste", "hostf", "hostg", "hosth")
 	env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
 	for name, pid := range hosts {
 		env = append(env, strings.ToUpper(name)+"="+strconv.Itoa(pid))
@@ -165,4 +168,21 @@ func TestDoctorFixVia(t *testing.T) {
 			}
 		})
 	}
+	// Gone on its host, but a process of this host holds a lock on the
+	// file (a shared volume: the far kernel never sees this host's locks,
+	// so hosth, which shares this kernel, answers gone as such a host
+	// would): claimed, then put back.
+	t.Run("gone there, flocked here", func(t *testing.T) {
+		dir := t.TempDir()
+		lock := filepath.Join(dir, "pubring.kbx.lock")
+		testutil.WriteFile(t, lock, []byte(fmt.Sprintf("%10d\nhosth\n", holder("hosth", false))))
+		fl := r.start(env, lcFlock(t), "-s", lock, "-c", "echo locked; exec sleep 600")
+		testutil.WaitFor(t, 30*time.Second, "flock(1) to lock it", func() bool { return strings.Contains(fl.outText(), "locked") || fl.done() })
+		before := testutil.Snapshot(t, dir)
+		got := fixVia(lock, false)
+		if got.Action != "kept" || !strings.Contains(got.ActionReason, "on this host") || got.Conflict != "" {
+			t.Errorf("doctor --fix --via on hosth's gone lock that this host flocks: %s, %s (%s), conflict %q; want kept, held on this host", got.Verdict, got.Action, got.ActionReason, got.Conflict)
+		}
+		testutil.SameTree(t, dir, before)
+	})
 }
