@@ -19,7 +19,7 @@ var formatGnuPG = FormatSpec{
 	// ".lock" to the name of the file it locks.
 	Names:    []string{"*.lock"},
 	Parse:    ParseGnuPG,
-	Fuzz:     []string{"scan:FuzzParseProducerRecord"},
+	Fuzz:     []string{"scan:FuzzParseProducerRecord", "scan:FuzzTempNames"},
 	Rule:     "gpg takes a dotlock whose node name is byte for byte its own and whose pid kill(pid, 0) answers ESRCH for stale and removes it (\"removing stale lockfile\"); one of another node, or whose pid runs (or answers EPERM), it waits on.",
 	Remedy:   "gone: remove the file; gpg takes it again by itself (and would have removed it itself).",
 	Source:   "gnupg common/dotlock.c, dotlock_create_unix (the record), read_lockfile (same_node), dotlock_take_unix (the stale rule)",

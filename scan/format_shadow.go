@@ -17,7 +17,7 @@ var formatShadow = FormatSpec{
 	Room:     "format_shadow.go",
 	Names:    []string{"*.lock"},
 	Parse:    ParseShadow,
-	Fuzz:     []string{"scan:FuzzParseProducerRecord"},
+	Fuzz:     []string{"scan:FuzzParseProducerRecord", "scan:FuzzTempNames"},
 	Rule:     "shadow takes a lock whose pid kill(pid, 0) finds for held (\"lock ... already used by PID\"); any other it unlinks and takes: no host is recorded, so it is this host's.",
 	Remedy:   "gone: remove the file; vipw and the other tools take it again by themselves (and would have removed it themselves).",
 	Source:   "shadow lib/commonio.c, do_lock_file, commonio_lock_nowait",

@@ -19,7 +19,7 @@ var formatXorg = FormatSpec{
 	Room:       "format_xorg.go",
 	KnownNames: []string{".X*-lock"},
 	Parse:      func(b []byte) (*Holder, error) { return ParseXorg(b) },
-	Fuzz:       []string{"scan:FuzzParseProducerRecord"},
+	Fuzz:       []string{"scan:FuzzParseProducerRecord", "scan:FuzzTempNames"},
 	Rule:       "an X server takes a display lock whose pid kill(pid, 0) answers ESRCH for stale and removes it; one whose pid runs (or answers EPERM) means \"Server is already active for display\". No host is recorded: it is this host's.",
 	Remedy:     "gone: remove the file; the X server takes it again when it starts (and would have removed it itself).",
 	Source:     "xorg-server os/utils.c, LockServer",
