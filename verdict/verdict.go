@@ -186,11 +186,11 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 		r = j.lockedAnyway(r)
 	}
 	r.Debris = j.debris(l)
+	r.Notes = append(r.Notes, notBuilds(l)...)
 	r.Temps = j.temps(l)
 	if l.Kind == scan.KindMissing && len(l.Claims) == 0 && len(r.Temps) > 0 {
 		r = j.onlyTemps(r)
 	}
-	r.Notes = append(r.Notes, notBuilds(l)...)
 	if n := len(r.Debris) / 2; n > 0 && l.Kind != scan.KindMissing {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
 	}
