@@ -47,11 +47,23 @@ type tempFound struct {
 }
 
 // tempPrefixes are every format's TempPrefixes: the cheap test a name
-// passes before any format's temp is asked about it.
-var tempPrefixes = registeredNames(func(f *FormatSpec) []string { return f.TempPrefixes })
+// passes before any format's temp is asked about it; tempFirst are their
+// first bytes, the test before that one.
+var (
+	tempPrefixes = registeredNames(func(f *FormatSpec) []string { return f.TempPrefixes })
+	tempFirst    = func() (b [256]bool) {
+		for _, p := range tempPrefixes {
+			b[p[0]] = true
+		}
+		return b
+	}()
+)
 
 // mayBeTemp says name starts like some format's temporary file.
 func mayBeTemp(name string) bool {
+	if name == "" || !tempFirst[name[0]] {
+		return false
+	}
 	for _, p := range tempPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -102,21 +114,33 @@ func isTemp(ts []*tempFound, name string) bool {
 	return false
 }
 
-// attachTemps gives the file lock l the temporaries of ts that are its
-// format's and are for it: by name, or, where the name does not say, by
-// being the same inode (a producer killed holding the lock leaves its
-// temporary hard-linked to it).
+// attachTemps gives the lock l the temporaries of ts that are for it: by
+// name, whatever l was read as (they change nothing of its verdict, and
+// are removed only once it is swept gone), or, where the name does not
+// say, by being its inode and its producer's (a producer killed holding
+// the lock leaves its temporary hard-linked to it).
 func attachTemps(l *Lock, ts []*tempFound) {
-	if l == nil || l.Kind != KindFile {
+	if l == nil {
 		return
 	}
 	for _, t := range ts {
-		if t.used || t.unit.Producer != l.Producer {
+		if t.used {
 			continue
 		}
-		if t.lock == l.Name || t.lock == "" && t.t.Info.SameFile(l.Info) {
+		byInode := t.lock == "" && l.Kind == KindFile && t.unit.Producer == l.Producer && t.t.Info.SameFile(l.Info)
+		if t.lock == l.Name || byInode {
 			t.used = true
 			l.Temps = append(l.Temps, t.t)
+		}
+	}
+}
+
+// dropTemps sets aside the temporaries of ts for the entry name, which is
+// no lock (a data file): they are not reported.
+func dropTemps(ts []*tempFound, name string) {
+	for _, t := range ts {
+		if t.lock == name {
+			t.used = true
 		}
 	}
 }

@@ -108,6 +108,8 @@ func TestWalkTemps(t *testing.T) {
 	write("group.4246", "4246\x00")  // its lock gone
 	write(".tX7-lock", "      4247\n")
 	write("motd.4248", "4248\x00") // no shadow database
+	write("subuid.lock", "not shadow's\n")
+	write("subuid.4249", "4249\x00") // for a lock of other bytes: still its
 	m, err := scan.NewMatcher(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +125,9 @@ func TestWalkTemps(t *testing.T) {
 			ts = append(ts, tp.Name+"="+strconv.FormatInt(tp.Pid, 10))
 		}
 		sort.Strings(ts)
+		if _, dup := got[l.Name]; dup {
+			t.Errorf("%s reported twice", l.Name)
+		}
 		got[l.Name] = string(l.Kind) + " " + l.Producer + " [" + strings.Join(ts, " ") + "]"
 	}}
 	if err := w.Walk(r); err != nil {
@@ -134,6 +139,7 @@ func TestWalkTemps(t *testing.T) {
 		"passwd.lock":                "file shadow [passwd.4245=4245]",
 		"group.lock":                 "missing shadow [group.4246=4246]",
 		".X7-lock":                   "missing xorg [.tX7-lock=4247]",
+		"subuid.lock":                "file  [subuid.4249=4249]",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -149,6 +155,11 @@ func TestWalkTemps(t *testing.T) {
 	l, err := scan.ReadOne(dir, "group.lock")
 	if err != nil || l == nil || len(l.Temps) != 1 || l.Temps[0].Name != "group.4246" {
 		t.Errorf("ReadOne(group.lock) = %+v, %v; want its temporary group.4246", l, err)
+	}
+	// The temporary named: itself, alone, never read as a lock.
+	l, err = scan.ReadOne(dir, ".#lk0x55d1c2a3b4c0.vm.4242")
+	if err != nil || l == nil || l.Kind != scan.KindMissing || len(l.Temps) != 1 || l.Temps[0].Name != ".#lk0x55d1c2a3b4c0.vm.4242" {
+		t.Errorf("ReadOne(its twin) = %+v, %v; want the temporary alone", l, err)
 	}
 	l, err = scan.ReadOne(dir, "pubring.kbx.lock")
 	if err != nil || l == nil || len(l.Temps) != 1 || l.Temps[0].Name != ".#lk0x55d1c2a3b4c0.vm.4242" {

@@ -195,6 +195,9 @@ func (w *Walker) named(d fsx.Dir, name string) (*Lock, *NotLock, error) {
 	if len(cands) > 0 {
 		temps = readTemps(d, cands)
 	}
+	if isTemp(temps, name) {
+		found = false // a producer's temporary, named: shown as such
+	}
 	switch {
 	case found:
 		l, nl := w.read(d, name, fs.ModeIrregular, sides, dfs, nil)
@@ -206,7 +209,7 @@ func (w *Walker) named(d fsx.Dir, name string) (*Lock, *NotLock, error) {
 	// Only its producer's temporaries remain (those that say they are
 	// for this lock, or are named so themselves).
 	for _, t := range temps {
-		if t.lock == "" && t.t.Name == name {
+		if t.t.Name == name {
 			t.lock = name
 		}
 		t.used = t.lock != name
@@ -328,6 +331,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 		l, nl := w.read(d, name, e.typ, sides[name], dfs, &batch)
 		switch {
 		case nl != nil:
+			dropTemps(temps, name)
 			w.notLock(nl)
 		case l != nil:
 			attachTemps(l, temps)
@@ -348,6 +352,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 			}
 			delete(sides, l.Name)
 			if l := w.finish(d, l, w.readDirBeside(d, l, s), dfs); l != nil {
+				attachTemps(l, temps)
 				w.found(l)
 			}
 		}
