@@ -150,7 +150,10 @@ func (f *Fixer) Fix(res verdict.Result) Outcome {
 		// removal rests on, would find it foreign again.
 		return kept("judged on host %s: lockctl removes such a lock only where it is judged; run 'lockctl doctor --fix %s' on %s", res.Remote, shellquote.Quote(res.Lock.Path), res.Remote)
 	case res.Verdict == verdict.Gone:
-		return f.sweep(res)
+		return f.withTemps(res, f.sweep(res))
+	case res.Verdict == verdict.Free && res.Lock.Kind == scan.KindMissing && len(res.Temps) > 0:
+		// No lock, only its producer's temporaries.
+		return f.onlyTemps(res)
 	case res.Verdict == verdict.Claimed && onlyBuilds(res.Lock):
 		// No lock, only builds: the abandoned ones are debris.
 		want := len(res.Debris) / 2

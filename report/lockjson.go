@@ -61,6 +61,22 @@ func appendLockJSON(b []byte, j *jsonLock) []byte {
 		}
 		o.end(']')
 	}
+	if len(j.Temps) > 0 {
+		o.key("temps")
+		o.begin('[')
+		for _, t := range j.Temps {
+			o.elem()
+			o.begin('{')
+			o.str("name", t.Name)
+			o.key("pid")
+			o.b = strconv.AppendInt(o.b, t.Pid, 10)
+			o.strOmit("host", t.Host)
+			o.str("state", t.State)
+			o.strOmit("why", t.Why)
+			o.end('}')
+		}
+		o.end(']')
+	}
 	o.strOmit("action", j.Action)
 	o.strOmit("action_reason", j.ActionReason)
 	o.strOmit("conflict", j.Conflict)

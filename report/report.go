@@ -165,10 +165,24 @@ type jsonLock struct {
 	Premises []jsonPremise `json:"premises,omitempty"`
 	// Waiters are the requests the kernel shows blocked behind the lock.
 	Waiters []jsonHolder `json:"waiters,omitempty"`
+	// Temps are its producer's temporary files found with it (GnuPG's
+	// .#lk*, shadow's <database>.<pid>, an X server's .tX<n>-lock).
+	Temps []jsonTemp `json:"temps,omitempty"`
 	// Set by --fix only.
 	Action       string `json:"action,omitempty"`
 	ActionReason string `json:"action_reason,omitempty"`
 	Conflict     string `json:"conflict,omitempty"`
+}
+
+// jsonTemp is a producer's temporary file (verdict.TempState): the pid
+// its name or bytes carry, and whether that pid runs ("gone", "running",
+// "unknown", with why).
+type jsonTemp struct {
+	Name  string `json:"name"`
+	Pid   int64  `json:"pid"`
+	Host  string `json:"host,omitempty"`
+	State string `json:"state"`
+	Why   string `json:"why,omitempty"`
 }
 
 // jsonPremise is one premise of a gone verdict (verdict.Fact).
@@ -323,6 +337,9 @@ func lockJSON(now time.Time, res verdict.Result) jsonLock {
 	}
 	for _, f := range res.Facts {
 		j.Premises = append(j.Premises, jsonPremise{Premise: string(f.Premise), Source: f.Source, Covered: f.Covers(), Gap: f.Gap})
+	}
+	for _, t := range res.Temps {
+		j.Temps = append(j.Temps, jsonTemp{Name: t.Temp.Name, Pid: t.Temp.Pid, Host: t.Temp.Host, State: t.Word(), Why: t.Why})
 	}
 	if !utf8.ValidString(l.Path) {
 		j.PathShell = ShellQuote(l.Path)
@@ -564,10 +581,26 @@ func writeLock(b *strings.Builder, now time.Time, res verdict.Result, st Styles,
 	if res.Caveat != "" && (!fixed || o.Action != fix.Removed) {
 		line("caveat", Clean(res.Caveat))
 	}
+	for _, t := range res.Temps {
+		line("temp", TempText(t))
+	}
 	for _, n := range res.Notes {
 		line("note", Clean(n))
 	}
 	b.WriteString("\n")
+}
+
+// TempText is the line a report gives a producer's temporary file:
+// "<name> left by pid N (gone|running|unknown: why)".
+func TempText(t verdict.TempState) string {
+	s := fmt.Sprintf("%s left by pid %d", ShellQuote(t.Temp.Name), t.Temp.Pid)
+	if t.Temp.Host != "" {
+		s += " on " + Clean(t.Temp.Host)
+	}
+	if t.Word() == "unknown" && t.Why != "" {
+		return s + " (unknown: " + Clean(t.Why) + ")"
+	}
+	return s + " (" + t.Word() + ")"
 }
 
 // FixCommand is the command that removes res's lock safely, or "" when

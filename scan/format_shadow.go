@@ -17,11 +17,16 @@ var formatShadow = FormatSpec{
 	Room:     "format_shadow.go",
 	Names:    []string{"*.lock"},
 	Parse:    ParseShadow,
-	Fuzz:     []string{"scan:FuzzParseProducerRecord"},
+	Fuzz:     []string{"scan:FuzzParseProducerRecord", "scan:FuzzTempNames"},
 	Rule:     "shadow takes a lock whose pid kill(pid, 0) finds for held (\"lock ... already used by PID\"); any other it unlinks and takes: no host is recorded, so it is this host's.",
 	Remedy:   "gone: remove the file; vipw and the other tools take it again by themselves (and would have removed it themselves).",
 	Source:   "shadow lib/commonio.c, do_lock_file, commonio_lock_nowait",
 	Verdicts: []string{"live", "gone"},
+	// commonio_lock_nowait writes the record into "<database>.<pid>" and
+	// do_lock_file links it to <database>.lock, then unlinks it, linked
+	// or not: one remains only of a tool killed in between.
+	TempPrefixes: shadowDatabases,
+	temp:         shadowTemp,
 	// ParsePidFile calls the NUL binary: the bytes alone are shadow's.
 	claims: func(l *Lock, r *Record) bool {
 		return r.Holder == nil && l.Format == FormatUnrecognized && strings.HasSuffix(string(r.Raw), "\x00") && isDigits(strings.TrimSuffix(string(r.Raw), "\x00"))
@@ -50,4 +55,53 @@ func ParseShadow(b []byte) (*Holder, error) {
 		return nil, malformed(f, "the pid is out of range")
 	}
 	return &Holder{Pid: pid, PidText: s, Command: "shadow"}, nil
+}
+
+// shadowDatabases are the databases whose locks shadow's tools take
+// through commonio (lib/pwio.c, shadowio.c, groupio.c, sgroupio.c,
+// subordinateio.c), each as the prefix of its temporary's name.
+var shadowDatabases = []string{"passwd.", "shadow.", "group.", "gshadow.", "subuid.", "subgid."}
+
+// ParseShadowTemp parses the name of shadow's temporary lock file (shadow
+// lib/commonio.c, commonio_lock_nowait): aprintf("%s.%ju", the database's
+// file name, getpid()), linked to "<database>.lock" by do_lock_file. It
+// returns the lock's name and the pid.
+func ParseShadowTemp(name string) (lock string, pid int64, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || !hasAnyPrefix(name, shadowDatabases) || name[:i+1] != shadowDatabaseOf(name) {
+		return "", 0, false
+	}
+	pidText := name[i+1:]
+	if !isDigits(pidText) || pidText[0] == '0' {
+		return "", 0, false
+	}
+	pid, ok = parsePid(pidText)
+	if !ok || pid <= 0 || pid > 1<<31-1 {
+		return "", 0, false
+	}
+	return name[:i] + ".lock", pid, true
+}
+
+// shadowDatabaseOf is the database prefix name starts with, or "".
+func shadowDatabaseOf(name string) string {
+	for _, p := range shadowDatabases {
+		if strings.HasPrefix(name, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// shadowTemp: a temporary is shadow's when its bytes are the record its
+// name speaks of ("<pid>\0", the same pid), as do_lock_file writes it.
+func shadowTemp(name string, raw []byte) (string, int64, string, bool) {
+	lock, pid, ok := ParseShadowTemp(name)
+	if !ok {
+		return "", 0, "", false
+	}
+	h, err := ParseShadow(raw)
+	if err != nil || h.Pid != pid {
+		return "", 0, "", false
+	}
+	return lock, pid, "", true
 }

@@ -19,11 +19,17 @@ var formatXorg = FormatSpec{
 	Room:       "format_xorg.go",
 	KnownNames: []string{".X*-lock"},
 	Parse:      func(b []byte) (*Holder, error) { return ParseXorg(b) },
-	Fuzz:       []string{"scan:FuzzParseProducerRecord"},
+	Fuzz:       []string{"scan:FuzzParseProducerRecord", "scan:FuzzTempNames"},
 	Rule:       "an X server takes a display lock whose pid kill(pid, 0) answers ESRCH for stale and removes it; one whose pid runs (or answers EPERM) means \"Server is already active for display\". No host is recorded: it is this host's.",
 	Remedy:     "gone: remove the file; the X server takes it again when it starts (and would have removed it itself).",
 	Source:     "xorg-server os/utils.c, LockServer",
 	Verdicts:   []string{"live", "gone"},
+	// LockServer writes the record into ".tX<n>-lock", links it to
+	// .X<n>-lock and unlinks it: one remains only of a server killed in
+	// between (LockServer itself removes one it cannot create for six
+	// seconds, whoever made it).
+	TempPrefixes: []string{".tX"},
+	temp:         xorgTemp,
 	// The bytes are the UUCP layout; the name says whose.
 	claims: func(l *Lock, r *Record) bool {
 		return isXorgLockName(l.Name) && (l.Format == FormatUUCP || l.Format == FormatPid)
@@ -67,4 +73,24 @@ func ParseXorg(b []byte) (*Holder, error) {
 		return nil, malformed(f, "the pid is out of range")
 	}
 	return &Holder{Pid: pid, PidText: s, Command: "X"}, nil
+}
+
+// xorgTemp: the X server's temporary (xorg-server os/utils.c, LockServer:
+// LOCK_TMP_PREFIX ".tX", the display, LOCK_SUFFIX "-lock") for the lock
+// .X<n>-lock, holding the same record ("%10lu\n"); its name carries no
+// pid, its bytes do.
+func xorgTemp(name string, raw []byte) (string, int64, string, bool) {
+	n, ok := strings.CutPrefix(name, ".tX")
+	if !ok {
+		return "", 0, "", false
+	}
+	lock := ".X" + n
+	if !isXorgLockName(lock) {
+		return "", 0, "", false
+	}
+	h, err := ParseXorg(raw)
+	if err != nil {
+		return "", 0, "", false
+	}
+	return lock, h.Pid, "", true
 }

@@ -56,6 +56,11 @@ type FormatSpec struct {
 	Rule, Remedy, Source string
 	// Verdicts are the verdicts its rule gives; each has a fixture.
 	Verdicts []string
+	// TempPrefixes are how the names of its producer's temporary files
+	// begin (the file it writes its record into and links to the lock's
+	// name): the cheap test a name in a lock's directory passes before
+	// temp is asked about it. Empty for a format with none.
+	TempPrefixes []string
 
 	// claims says the file l just read (its record r) is this format's
 	// to read, by its place, name and bytes; read then reads it
@@ -89,6 +94,13 @@ type FormatSpec struct {
 	// longRecord says a lock file read to MaxRecord bytes, named name,
 	// is this format's, whose first bytes are what names its holder.
 	longRecord func(name string, raw []byte) bool
+	// temp says the regular file name (one of TempPrefixes), whose bytes
+	// are raw, is its producer's temporary file, and for which lock: that
+	// lock's name, "" where the name does not say (the walk then ties it
+	// to the lock whose inode it is), and the pid and host its name and
+	// bytes agree on (host "" where the producer records none). Any doubt
+	// is false: the file is then whatever else it is.
+	temp func(name string, raw []byte) (lock string, pid int64, host string, ok bool)
 
 	// What the judgement and the sweep ask of the format (units.go), each
 	// nil or zero where it has nothing to say.

@@ -87,6 +87,11 @@ type Lock struct {
 	Writers []Writer
 	Pending []string
 	Others  []string
+	// Temps are its producer's temporary files left beside it (or, for a
+	// lock of KindMissing, all that remains of it): GnuPG's .#lk*, shadow's
+	// <database>.<pid>, an X server's .tX<n>-lock (temps.go). They never
+	// change its verdict.
+	Temps []Temp
 	// KernelLock names who makes this file a kernel lock, a lock held only
 	// by an flock or fcntl lock on it and never by its existence: "lockctl"
 	// for a file holding lockctl's KernelRecord, or the program whose known

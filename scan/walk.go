@@ -185,26 +185,49 @@ func (w *Walker) Walk(r Root) error {
 // with the side files that extend its name. It returns nil, nil if neither
 // the lock nor any side file exists, and a NotLock for a data file.
 func (w *Walker) named(d fsx.Dir, name string) (*Lock, *NotLock, error) {
-	sides, found, err := listSides(d, name)
+	var cands tempCandidates
+	sides, found, err := listSides(d, name, &cands)
 	if err != nil {
 		return nil, nil, err
 	}
 	dfs := &dirFS{dir: d}
+	var temps []*tempFound
+	if len(cands) > 0 {
+		temps = readTemps(d, cands)
+	}
+	if isTemp(temps, name) {
+		found = false // a producer's temporary, named: shown as such
+	}
 	switch {
 	case found:
 		l, nl := w.read(d, name, fs.ModeIrregular, sides, dfs, nil)
+		attachTemps(l, temps)
 		return l, nl, nil
 	case len(sides) > 0:
 		return w.orphan(d, name, sides, dfs), nil, nil
+	}
+	// Only its producer's temporaries remain (those that say they are
+	// for this lock, or are named so themselves).
+	for _, t := range temps {
+		if t.t.Name == name {
+			t.lock = name
+		}
+		t.used = t.lock != name
+	}
+	if ls := (&Walker{Match: exactMatcher(name)}).tempOrphans(d, temps, dfs); len(ls) == 1 {
+		return ls[0], nil, nil
 	}
 	return nil, nil, nil
 }
 
 // listSides lists the directory d for the side files of the lock
 // name (whatever its name), and says whether name itself is there.
-func listSides(d fsx.Dir, name string) (sides []side, found bool, err error) {
+func listSides(d fsx.Dir, name string, temps *tempCandidates) (sides []side, found bool, err error) {
 	m := exactMatcher(name)
-	err = d.Each(func(n string, _ fs.FileMode) {
+	err = d.Each(func(n string, typ fs.FileMode) {
+		if temps != nil {
+			temps.add(n, typ)
+		}
 		if n == name {
 			found = true
 		} else if s, ok := m.side(n); ok {
@@ -232,7 +255,7 @@ func (w *Walker) sidesIn(d fsx.Dir) (map[string][]side, error) {
 }
 
 func sidesOf(d fsx.Dir, name string) ([]side, error) {
-	sides, _, err := listSides(d, name)
+	sides, _, err := listSides(d, name, nil)
 	return sides, err
 }
 
@@ -292,45 +315,26 @@ type listed struct {
 // cannot loop).
 func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 	defer d.Close()
-	var sides map[string][]side // most directories have none
-	var locks []listed
-	var subdirs []string
-	// Names are lent by Each: clone only the ones kept.
-	n := int64(0)
-	err := d.Each(func(name string, typ fs.FileMode) {
-		n++
-		if s, ok := w.Match.side(name); ok {
-			if sides == nil {
-				sides = map[string][]side{}
-			}
-			s.name = strings.Clone(s.name)
-			s.base = s.name[:len(s.base)]
-			s.rest = s.name[len(s.name)-len(s.rest):]
-			sides[s.base] = append(sides[s.base], s)
-			return
-		}
-		if w.Match.IsLock(name) {
-			locks = append(locks, listed{strings.Clone(name), typ})
-			return
-		}
-		// ModeIrregular: the file system did not say; OpenDir decides.
-		if typ == fs.ModeDir || typ == fs.ModeIrregular {
-			subdirs = append(subdirs, strings.Clone(name))
-		}
-	})
-	w.Entries.Add(n)
-	if err != nil {
-		w.warn(unread(d.Path(), err)) // keep what was listed before the error
-	}
+	ls := w.list(d)
 	dfs := &dirFS{dir: d}
+	sides := ls.sides
+	var temps []*tempFound // a producer's temporaries (temps.go), rarely any
+	if len(ls.temps) > 0 {
+		temps = readTemps(d, ls.temps)
+	}
 	var batch []*Lock // lock directories with nothing inside
-	for _, e := range locks {
+	for _, e := range ls.locks {
 		name := e.name
+		if isTemp(temps, name) {
+			continue // a producer's temporary, named like a lock
+		}
 		l, nl := w.read(d, name, e.typ, sides[name], dfs, &batch)
 		switch {
 		case nl != nil:
+			dropTemps(temps, name)
 			w.notLock(nl)
 		case l != nil:
+			attachTemps(l, temps)
 			w.found(l)
 		}
 		if len(batch) == 0 || batch[len(batch)-1].Name != name {
@@ -348,6 +352,7 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 			}
 			delete(sides, l.Name)
 			if l := w.finish(d, l, w.readDirBeside(d, l, s), dfs); l != nil {
+				attachTemps(l, temps)
 				w.found(l)
 			}
 		}
@@ -362,9 +367,55 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 			w.found(w.orphan(d, b, sides[b], dfs))
 		}
 	}
-	for _, name := range subdirs {
+	for _, l := range w.tempOrphans(d, temps, dfs) {
+		w.found(l)
+	}
+	for _, name := range ls.subdirs {
 		w.descend(d, name, depth, ancestors)
 	}
+}
+
+// listing is what one listing of a directory gave the walk: side files
+// by lock, locks, subdirectories and names that may be temporaries.
+type listing struct {
+	sides   map[string][]side // most directories have none
+	locks   []listed
+	subdirs []string
+	temps   tempCandidates
+}
+
+// list lists d once for the walk.
+func (w *Walker) list(d fsx.Dir) listing {
+	var ls listing
+	// Names are lent by Each: clone only the ones kept.
+	n := int64(0)
+	err := d.Each(func(name string, typ fs.FileMode) {
+		n++
+		ls.temps.add(name, typ)
+		if s, ok := w.Match.side(name); ok {
+			if ls.sides == nil {
+				ls.sides = map[string][]side{}
+			}
+			s.name = strings.Clone(s.name)
+			s.base = s.name[:len(s.base)]
+			s.rest = s.name[len(s.name)-len(s.rest):]
+			ls.sides[s.base] = append(ls.sides[s.base], s)
+			return
+		}
+		if w.Match.IsLock(name) {
+			ls.locks = append(ls.locks, listed{strings.Clone(name), typ})
+			return
+		}
+		// ModeIrregular: the file system did not say; OpenDir decides.
+		if typ == fs.ModeDir || typ == fs.ModeIrregular {
+			ls.subdirs = append(ls.subdirs, strings.Clone(name))
+		}
+	})
+	w.Entries.Add(n)
+	if err != nil {
+		w.warn(unread(d.Path(), err)) // keep what was listed before the error
+	}
+	return ls
 }
 
 // descend walks the subdirectory name of d, on

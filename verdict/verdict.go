@@ -118,6 +118,9 @@ type Result struct {
 	// this lock by acquirers that are gone (<lock>.new.<token>.<pid>): inert,
 	// whatever the lock's own verdict.
 	Debris []Step
+	// Temps are its producer's temporary files found with it
+	// (scan.Lock.Temps), each judged; they never change the verdict.
+	Temps []TempState
 	// Remote is the host that judged this lock, where it was not this one
 	// (doctor --via asked the host its record names); "" otherwise.
 	Remote string
@@ -184,6 +187,10 @@ func (j *Judge) Judge(l *scan.Lock) Result {
 	}
 	r.Debris = j.debris(l)
 	r.Notes = append(r.Notes, notBuilds(l)...)
+	r.Temps = j.temps(l)
+	if l.Kind == scan.KindMissing && len(l.Claims) == 0 && len(r.Temps) > 0 {
+		r = j.onlyTemps(r)
+	}
 	if n := len(r.Debris) / 2; n > 0 && l.Kind != scan.KindMissing {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unpublished lock builds beside it were left by acquirers that are gone (lockctl doctor --fix removes them)", n))
 	}

@@ -450,6 +450,11 @@ type lcLock struct {
 		Command  string `json:"command"`
 		LockType string `json:"lock_type"`
 	} `json:"waiters"`
+	Temps []struct {
+		Name  string `json:"name"`
+		Pid   int64  `json:"pid"`
+		State string `json:"state"`
+	} `json:"temps"`
 }
 
 // doctor runs lockctl doctor --json on dir and returns its judgement of
