@@ -113,6 +113,15 @@ type Walker struct {
 	// Workers is how many directories may be walked at once; 0 or 1 walks
 	// one at a time.
 	Workers int
+	// Judge, if not nil, is run on each lock before it is handed to Found,
+	// by the goroutine that read it and concurrently with other locks'
+	// (a pure judgement: it must be safe to run so); its answer is what
+	// Found is given in place of the lock, through FoundJudged.
+	Judge func(*Lock) any
+	// FoundJudged receives each lock with Judge's answer for it, under the
+	// same rule as Found (never concurrently); with Judge set, it is
+	// called instead of Found.
+	FoundJudged func(*Lock, any)
 	// Entries counts the directory entries seen so far (for progress). It is
 	// updated atomically and may be read while the walk runs.
 	Entries atomic.Int64
@@ -127,6 +136,13 @@ type Walker struct {
 }
 
 func (w *Walker) found(l *Lock) {
+	if w.Judge != nil {
+		v := w.Judge(l) // outside the lock: judgements run side by side
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.FoundJudged(l, v)
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.Found(l)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1478,6 +1479,56 @@ func TestWalkReservationClaimNamesNoNamespace(t *testing.T) {
 		}
 		if c := l.Claims[0]; c.Kind != scan.ClaimRelease || c.By != 77 || c.NS != ns {
 			t.Errorf("%s: %s claim by %d of namespace %q, want release by 77 of %q", name, c.Kind, c.By, c.NS, ns)
+		}
+	}
+}
+
+// TestWalkJudgeBesideFound: with Judge set, every lock is judged once by
+// the goroutine that read it and handed, with its answer, to FoundJudged,
+// never concurrently (doctor judges side by side, reports one at a time).
+func TestWalkJudgeBesideFound(t *testing.T) {
+	reg := tempDir(t)
+	for i := range 40 {
+		dir := filepath.Join(reg, fmt.Sprintf("d%d", i%8))
+		mkdir(t, dir)
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("job%d.lock", i)), fmt.Sprintf("%d\n", 1000+i))
+	}
+	m, err := scan.NewMatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scan.ResolveRoot(reg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judged atomic.Int64
+	var inside atomic.Int32
+	got := map[string]string{}
+	w := scan.Walker{
+		Match:   m,
+		Workers: 4,
+		Judge: func(l *scan.Lock) any {
+			judged.Add(1)
+			return "judged " + l.Name
+		},
+		FoundJudged: func(l *scan.Lock, v any) {
+			if inside.Add(1) != 1 {
+				t.Error("FoundJudged called concurrently")
+			}
+			got[l.Path] = v.(string)
+			inside.Add(-1)
+		},
+		Found: func(l *scan.Lock) { t.Errorf("Found called for %s with Judge set", l.Path) },
+	}
+	if err := w.Walk(r); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 || judged.Load() != 40 {
+		t.Fatalf("%d locks handed on, %d judged; want 40 each", len(got), judged.Load())
+	}
+	for p, v := range got {
+		if v != "judged "+filepath.Base(p) {
+			t.Errorf("%s handed on with %q", p, v)
 		}
 	}
 }

@@ -121,13 +121,17 @@ func Run(opts Options, sink Sink) Result {
 		Workers: opts.Workers,
 		NotLock: data.add, // a type of its own: never judged, acted on or sunk
 
-		Found: func(l *scan.Lock) {
+		// Each lock is judged where it was read, side by side (a
+		// judgement only asks the kernel: verdict.Judge is safe so); it
+		// is reported and acted on one at a time.
+		Judge: func(l *scan.Lock) any { return judge.Judge(l) },
+		FoundJudged: func(l *scan.Lock, v any) {
 			found.Add(1)
 			if seen[l.Path] {
 				return
 			}
 			seen[l.Path] = true
-			res := judge.Judge(l)
+			res := v.(verdict.Result)
 			judged.Add(1)
 			if opts.Via != nil && res.Verdict == verdict.Foreign {
 				foreign = append(foreign, res) // asked once the walk ends
