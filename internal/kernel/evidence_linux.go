@@ -132,8 +132,9 @@ func (k *KernelEvidence) stillUnseen(unseen []int) []int {
 func (k *KernelEvidence) Unread() (unread, vouched []verdict.KernelHolder) {
 	look := k.lastLook()
 	still := k.stillUnseen(look.unseen)
-	for _, pid := range look.unseen {
-		h := verdict.KernelHolder{Pid: pid, Comm: comm(pid)}
+	comms := look.unseenComms()
+	for i, pid := range look.unseen {
+		h := verdict.KernelHolder{Pid: pid, Comm: comms[i]}
 		if slices.Contains(still, pid) {
 			unread = append(unread, h)
 		} else {

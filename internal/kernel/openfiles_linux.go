@@ -26,6 +26,23 @@ type openLook struct {
 	open     map[devIno][]int
 	complete bool
 	unseen   []int
+
+	// The command names of unseen, read once for every lock that names
+	// them (an owner-less lock's note: "pid 1 (process_api)").
+	commsOnce sync.Once
+	comms     []string
+}
+
+// unseenComms are the command names of the processes not seen, in the
+// order of unseen, read the first time they are asked for.
+func (k *openLook) unseenComms() []string {
+	k.commsOnce.Do(func() {
+		k.comms = make([]string, len(k.unseen))
+		for i, pid := range k.unseen {
+			k.comms[i] = comm(pid)
+		}
+	})
+	return k.comms
 }
 
 // gatherOpen looks at every process's open files: every descriptor table
