@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -330,6 +331,13 @@ func (d *doctorRun) stream(stdout io.Writer) (tally *report.Tally, res doctor.Re
 
 // batch runs doctor, then sorts and writes the whole report.
 func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error) {
+	// A batch report keeps every lock until the walk ends: a soft limit
+	// on the heap (unless GOMEMLIMIT sets one) makes the collector work
+	// harder only as it nears it, which keeps a 20,000-lock report under
+	// 64 MiB resident (docs/performance.md).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(batchHeapLimit)
+	}
 	rep := &report.Report{Host: d.opts.Host, Now: d.now, Fail: d.fail, Only: d.only}
 	if d.opts.Fixer != nil {
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
@@ -339,6 +347,10 @@ func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error
 	rep.Sort()
 	return rep.Tally(), res, d.form.write(stdout, rep)
 }
+
+// batchHeapLimit is the batch report's soft heap limit: the runtime's own
+// memory, goroutine stacks and the binary come on top of it.
+const batchHeapLimit = 58 << 20
 
 func plural(n int, one, many string) string {
 	if n == 1 {
