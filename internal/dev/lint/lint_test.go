@@ -48,22 +48,7 @@ type room struct {
 func oversized(root string) ([]room, error) {
 	var found []room
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			base := d.Name()
-			if rel != "." && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" || rel == "internal/dev") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	err := eachProductionFile(root, nil, func(rel, path string) error {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -88,6 +73,31 @@ func oversized(root string) ([]room, error) {
 	})
 	sort.Slice(found, func(i, j int) bool { return found[i].name < found[j].name })
 	return found, err
+}
+
+// eachProductionFile calls fn with every production Go file of the module
+// under root (not tests, not testdata, not hidden or _ folders, not the
+// tooling under internal/dev, nor a folder skip names), by its
+// slash-separated path relative to root and its path.
+func eachProductionFile(root string, skip func(rel string) bool, fn func(rel, path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			base := d.Name()
+			if rel != "." && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" || rel == "internal/dev" || skip != nil && skip(rel)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		return fn(rel, path)
+	})
 }
 
 // lineCount counts lines as wc -l does, and a last line without a newline.

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -93,20 +92,9 @@ type use struct{ at, name string }
 func formatNamesOutsideUnits(root string, named map[string]bool) ([]use, error) {
 	var found []use
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			base := d.Name()
-			if rel != "." && (strings.HasPrefix(base, ".") || base == "testdata" || rel == "internal/dev" || rel == "lock") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || isUnit(rel) {
+	lockPkg := func(rel string) bool { return rel == "lock" }
+	err := eachProductionFile(root, lockPkg, func(rel, path string) error {
+		if isUnit(rel) {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, 0)
