@@ -4,13 +4,10 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockctl/lockctl/internal/dev/testutil"
 )
@@ -25,29 +22,9 @@ import (
 // keeps lock and twin byte for byte. SIGKILLed, gpg leaves both: gone,
 // and --fix removes the lock and its twin; gpg imports again.
 func TestTempsGnuPGTwin(t *testing.T) {
-	gpg, err := exec.LookPath("gpg")
-	if err != nil {
-		t.Skip("gpg is not installed")
-	}
-	key, err := filepath.Abs(filepath.Join("testdata", "gnupg-public-key.asc"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := lcNewReaper(t)
-	home := filepath.Join(t.TempDir(), "gnupg")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := append(ownHome(t, t.TempDir()), "GNUPGHOME="+home)
-	lock, tmp := filepath.Join(home, "pubring.kbx.lock"), filepath.Join(home, "pubring.kbx.tmp")
-	if err := syscall.Mkfifo(tmp, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := r.start(env, gpg, "--batch", "--no-autostart", "--import", key)
-	testutil.WaitFor(t, 20*time.Second, "gpg to take pubring.kbx.lock", func() bool { return lcExists(lock) || g.done() })
-	if g.done() {
-		t.Fatalf("gpg exited: %s", g.errText())
-	}
+	h := startHeldGPG(t, r)
+	g, home, lock := h.g, h.home, h.lock
 	twins, _ := filepath.Glob(filepath.Join(home, fmt.Sprintf(".#lk0x*.%d", g.pid)))
 	if len(twins) != 1 {
 		t.Fatalf("gpg pid %d holds its lock with twins %q, want one", g.pid, twins)
@@ -71,13 +48,7 @@ func TestTempsGnuPGTwin(t *testing.T) {
 	if lcExists(lock) || lcExists(twin) {
 		t.Fatalf("--fix left lock %v, twin %v:\n%s", lcExists(lock), lcExists(twin), res.stdout)
 	}
-	if err := os.Remove(tmp); err != nil {
-		t.Fatal(err)
-	}
-	again := r.start(env, gpg, "--batch", "--no-autostart", "--import", key)
-	if code := again.wait(60 * time.Second); code != 0 || strings.Contains(again.errText(), "lockfile") {
-		t.Errorf("gpg after --fix: exit %d\n%s", code, again.errText())
-	}
+	h.importAgain()
 }
 
 // TestTempsHandMade: the temporaries a killed vipw or X server would

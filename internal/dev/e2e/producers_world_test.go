@@ -33,6 +33,26 @@ import (
 // gpg itself would say ("removing stale lockfile"); --fix removes it, and
 // gpg imports again.
 func TestGnuPGDotlock(t *testing.T) {
+	r := lcNewReaper(t)
+	h := startHeldGPG(t, r)
+	g, lock := h.g, h.lock
+	r.liveThenSwept(lock, lock, "gnupg", g, "gpg's dotlock", func() lcLock { return r.judgeOne(lock) })
+	h.importAgain()
+}
+
+// heldGPG is a real gpg importing a key, made to wait holding its dotlock
+// pubring.kbx.lock: the keybox's temporary file is a FIFO nobody reads,
+// so gpg blocks opening it with the lock held.
+type heldGPG struct {
+	g          *lcProc
+	home, lock string
+	// importAgain, once the lock is swept, lets a new gpg import the key
+	// and fails the test unless it does, without a word about a lock.
+	importAgain func()
+}
+
+func startHeldGPG(t *testing.T, r *lcReaper) heldGPG {
+	t.Helper()
 	gpg, err := exec.LookPath("gpg")
 	if err != nil {
 		t.Skip("gpg is not installed")
@@ -41,7 +61,6 @@ func TestGnuPGDotlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := lcNewReaper(t)
 	home := filepath.Join(t.TempDir(), "gnupg")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		t.Fatal(err)
@@ -56,14 +75,16 @@ func TestGnuPGDotlock(t *testing.T) {
 	if g.done() {
 		t.Fatalf("gpg exited: %s", g.errText())
 	}
-	r.liveThenSwept(lock, lock, "gnupg", g, "gpg's dotlock", func() lcLock { return r.judgeOne(lock) })
-	if err := os.Remove(tmp); err != nil {
-		t.Fatal(err)
-	}
-	again := r.start(env, gpg, "--batch", "--no-autostart", "--import", key)
-	if code := again.wait(60 * time.Second); code != 0 || strings.Contains(again.errText(), "lockfile") || strings.Contains(again.errText(), "waiting for lock") {
-		t.Errorf("gpg after --fix: exit %d\n%s", code, again.errText())
-	}
+	return heldGPG{g: g, home: home, lock: lock, importAgain: func() {
+		t.Helper()
+		if err := os.Remove(tmp); err != nil {
+			t.Fatal(err)
+		}
+		again := r.start(env, gpg, "--batch", "--no-autostart", "--import", key)
+		if code := again.wait(60 * time.Second); code != 0 || strings.Contains(again.errText(), "lockfile") || strings.Contains(again.errText(), "waiting for lock") {
+			t.Errorf("gpg after --fix: exit %d\n%s", code, again.errText())
+		}
+	}}
 }
 
 // TestGnuPGAgreesOnGone: a dotlock doctor calls gone, gpg itself calls
