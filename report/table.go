@@ -77,9 +77,9 @@ func WriteTable(w io.Writer, r *Report, st Styles) error {
 				}
 				switch {
 				case n == 0:
-					cell = render(st.label, cell)
+					cell = st.render(st.label, cell)
 				case i == 0:
-					cell = render(st.verdict[verdicts[n-1]], cell)
+					cell = st.render(st.verdict[verdicts[n-1]], cell)
 				}
 				b.WriteString(cell)
 			}
