@@ -53,6 +53,8 @@ type Report struct {
 	// Only, when not nil, are the verdicts whose locks are written out
 	// (--only); counts, the summary and attention still cover every lock.
 	Only map[verdict.Verdict]bool
+
+	ahead *ahead // EncodeAhead
 }
 
 // Shows reports whether a lock of verdict v is written out under only.
@@ -60,6 +62,9 @@ func Shows(only map[verdict.Verdict]bool, v verdict.Verdict) bool { return only 
 
 // Tally counts the report's locks, and what --fix did to them.
 func (r *Report) Tally() *Tally {
+	if r.ahead != nil && r.ahead.tally != nil {
+		return r.ahead.tally
+	}
 	t := NewTally(r.Fail, r.Outcomes != nil)
 	for _, res := range r.Results {
 		if o, ok := r.Outcomes[res.Lock]; ok {
@@ -96,6 +101,10 @@ func (r *Report) Sort() {
 		if !r.Fail[v] {
 			rank[v] += len(verdict.All) // the fail set first
 		}
+	}
+	if r.ahead != nil {
+		r.sortAhead(rank)
+		return
 	}
 	// Sorted by key: a comparison that asked the map twice was a tenth of
 	// doctor's time at 20,000 locks. Stable, so that two results of one
@@ -267,6 +276,35 @@ func WriteJSON(w io.Writer, r *Report) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(head)
 	bw.WriteString("\n  \"locks\": [")
+	n := 0
+	put := func(b []byte) {
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
+		n++
+	}
+	if r.ahead != nil {
+		r.ahead.finish(r)
+		for _, e := range r.ahead.entries {
+			put(e.json)
+		}
+	} else {
+		r.encodeEach(put)
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteByte(']')
+	bw.Write(tail)
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// encodeEach encodes r's shown locks, in order, handing put each one's
+// JSON object.
+func (r *Report) encodeEach(put func([]byte)) {
 	var shown []*verdict.Result
 	for i := range r.Results {
 		if Shows(r.Only, r.Results[i].Verdict) {
@@ -278,7 +316,6 @@ func WriteJSON(w io.Writer, r *Report) error {
 	workers := runtime.GOMAXPROCS(0)
 	const per = 128
 	enc := make([][]byte, workers*per)
-	n := 0
 	for start := 0; start < len(shown); start += len(enc) {
 		batch := shown[start:min(start+len(enc), len(shown))]
 		var wg sync.WaitGroup
@@ -298,21 +335,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 		}
 		wg.Wait()
 		for i := range batch {
-			if n > 0 {
-				bw.WriteByte(',')
-			}
-			bw.WriteString("\n    ")
-			bw.Write(enc[i])
-			n++
+			put(enc[i])
 		}
 	}
-	if n > 0 {
-		bw.WriteString("\n  ")
-	}
-	bw.WriteByte(']')
-	bw.Write(tail)
-	bw.WriteByte('\n')
-	return bw.Flush()
 }
 
 func lockJSON(now time.Time, res verdict.Result) jsonLock {

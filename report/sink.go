@@ -42,6 +42,10 @@ func (r *Report) Lock(res verdict.Result, o *fix.Outcome) {
 	for i := range res.Lock.Claims {
 		res.Lock.Claims[i].Record.Raw = nil
 	}
+	if r.ahead != nil {
+		r.lockAhead(res, o)
+		return
+	}
 	r.Results = append(r.Results, &res)
 	if o != nil {
 		if r.Outcomes == nil {

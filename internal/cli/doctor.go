@@ -342,6 +342,9 @@ func (d *doctorRun) batch(stdout io.Writer) (*report.Tally, doctor.Result, error
 	if d.opts.Fixer != nil {
 		rep.Outcomes = map[*scan.Lock]fix.Outcome{}
 	}
+	if d.form.format == formatJSON {
+		rep.EncodeAhead() // each lock's JSON encoded beside the walk
+	}
 	res := doctor.Run(d.opts, rep)
 	rep.Errors, rep.Unread, rep.NotLocks = res.Errors, res.Unread, report.NotLocks(res.NotLocks)
 	rep.Sort()

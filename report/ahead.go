@@ -1,0 +1,115 @@
+package report
+
+import (
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lockctl/lockctl/fix"
+	"github.com/lockctl/lockctl/verdict"
+)
+
+// EncodeAhead makes r encode each lock's JSON object as it comes (Lock), a
+// batch at a time on every CPU, while the walk is still finding locks, and
+// keep of each lock only its bytes, its verdict and path (for Sort) and its
+// count (Tally). WriteJSON then only sorts and writes. Encoding once the
+// walk had ended was a fifth of doctor --json's time at 20,000 locks, and
+// every Result was kept for it. Only WriteJSON can write such a report:
+// its Results stay empty.
+func (r *Report) EncodeAhead() {
+	r.ahead = &ahead{sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// ahead is the state of a report that encodes ahead.
+type ahead struct {
+	tally   *Tally
+	entries []*encoded
+	batch   []pending // given to Lock, not yet handed to an encoder
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	scratch sync.Pool // *[]byte: an encoder's buffer
+}
+
+// encoded is one lock of such a report: its JSON object once encoded.
+type encoded struct {
+	verdict verdict.Verdict
+	path    string
+	json    []byte
+}
+
+type pending struct {
+	e   *encoded
+	res verdict.Result
+	o   *fix.Outcome
+}
+
+// aheadBatch locks are encoded by one goroutine: enough to pay for it.
+const aheadBatch = 64
+
+func (r *Report) lockAhead(res verdict.Result, o *fix.Outcome) {
+	a := r.ahead
+	if a.tally == nil {
+		a.tally = NewTally(r.Fail, r.Outcomes != nil)
+	}
+	a.tally.Add(res, o)
+	if !Shows(r.Only, res.Verdict) {
+		return
+	}
+	if o != nil {
+		c := *o
+		o = &c
+	}
+	e := &encoded{verdict: res.Verdict, path: res.Lock.Path}
+	a.entries = append(a.entries, e)
+	a.batch = append(a.batch, pending{e, res, o})
+	if len(a.batch) == aheadBatch {
+		r.encodeBatch()
+	}
+}
+
+// encodeBatch hands the pending locks to an encoder, waiting for one to
+// be free when every CPU already has one.
+func (r *Report) encodeBatch() {
+	a := r.ahead
+	if len(a.batch) == 0 {
+		return
+	}
+	batch := a.batch
+	a.batch = make([]pending, 0, aheadBatch)
+	a.sem <- struct{}{}
+	a.wg.Add(1)
+	go func() {
+		defer func() { <-a.sem; a.wg.Done() }()
+		buf, _ := a.scratch.Get().(*[]byte)
+		if buf == nil {
+			buf = new([]byte)
+		}
+		for _, p := range batch {
+			j := lockJSON(r.Now, p.res)
+			if p.o != nil {
+				j.Action, j.ActionReason, j.Conflict = string(p.o.Action), p.o.Reason, p.o.Conflict
+			}
+			*buf = appendLockJSON((*buf)[:0], &j)
+			p.e.json = slices.Clone(*buf)
+		}
+		a.scratch.Put(buf)
+	}()
+}
+
+// finish encodes what is left and waits until every lock is encoded.
+func (a *ahead) finish(r *Report) {
+	r.encodeBatch()
+	a.wg.Wait()
+}
+
+// sortAhead is Sort for a report that encodes ahead.
+func (r *Report) sortAhead(rank map[verdict.Verdict]int) {
+	r.ahead.finish(r)
+	slices.SortStableFunc(r.ahead.entries, func(a, b *encoded) int {
+		if ra, rb := rank[a.verdict], rank[b.verdict]; ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a.path, b.path)
+	})
+}
