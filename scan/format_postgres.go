@@ -57,6 +57,9 @@ var formatPostgres = FormatSpec{
 // .s.PGSQL.<port>.lock.
 func isPGSocketLock(name string) bool {
 	port, ok := strings.CutPrefix(name, ".s.PGSQL.")
+	if !ok {
+		return false
+	}
 	if port, ok = strings.CutSuffix(port, ".lock"); !ok || port == "" {
 		return false
 	}

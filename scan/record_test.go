@@ -428,7 +428,8 @@ func TestParsePostgres(t *testing.T) {
 			t.Errorf("scan.ParsePostgres(%q) succeeded, want an error", bad)
 		}
 	}
-	for name, want := range map[string]bool{".s.PGSQL.5432.lock": true, ".s.PGSQL..lock": false, ".s.PGSQL.99999.lock": false, ".s.PGSQL.5432": false, "x.lock": false} {
+	for name, want := range map[string]bool{".s.PGSQL.5432.lock": true, ".s.PGSQL..lock": false, ".s.PGSQL.99999.lock": false, ".s.PGSQL.5432": false, "x.lock": false,
+		"5432.lock": false, "x.s.PGSQL.5432.lock": false} {
 		if got := scan.IsPGSocketLock(name); got != want {
 			t.Errorf("scan.IsPGSocketLock(%q) = %v, want %v", name, got, want)
 		}
