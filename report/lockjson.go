@@ -11,7 +11,8 @@ import (
 // fills every field of jsonLock and jsonHolder, by reflection, and holds
 // the two equal, so a field added to either struct and not here fails it.
 func appendLockJSON(b []byte, j *jsonLock) []byte {
-	o := jsonOut{b: b, prefix: "    "}
+	var levels [8]int // deep enough for a lock: none grows on the heap
+	o := jsonOut{b: b, prefix: "    ", n: levels[:0]}
 	o.begin('{')
 	o.str("path", j.Path)
 	o.strOmit("path_shell", j.PathShell)
