@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,6 +115,53 @@ for p in sys.argv[1:]:
 print('ready', flush=True)
 time.sleep(3600)
 `
+
+// acquireEachSh runs "lockctl acquire --timeout T" on every lock named
+// after its first three arguments (lockctl, T, the registry), all at once,
+// each two shells deep (so that the acquirer's parent, its holder, is no
+// namespace's init), and prints "<status> <name> <output>" for each.
+const acquireEachSh = `bin=$1 timeout=$2 reg=$3
+shift 3
+for name; do
+	(
+		out=$(sh -c '"$0" acquire --timeout "$2" "$1" 2>&1; exit $?' "$bin" "$reg/$name" "$timeout")
+		echo "$? $name $(printf '%s' "$out" | tr '\n' ' ')"
+	) &
+done
+wait
+`
+
+// acquired is one acquire's exit status and output.
+type acquired struct {
+	code int
+	out  string
+}
+
+// acquireEach runs acquire on every one of names in reg at once, from one
+// process started with argv (the reader's view: one namespace for all,
+// rather than one for each, which was most of the test's time), and
+// returns each one's status and output.
+func acquireEach(t *testing.T, argv []string, bin, reg string, names []string, timeout string) map[string]acquired {
+	t.Helper()
+	args := append(append(append([]string{}, argv...), "sh", "-c", acquireEachSh, "sh", bin, timeout, reg), names...)
+	out, code := runAs(t, exec.Command(args[0], args[1:]...))
+	got := map[string]acquired{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		c, rest, _ := strings.Cut(line, " ")
+		name, text, _ := strings.Cut(rest, " ")
+		n, err := strconv.Atoi(c)
+		if err != nil || !slices.Contains(names, name) {
+			continue
+		}
+		got[name] = acquired{n, strings.TrimSpace(text)}
+	}
+	for _, name := range names {
+		if _, ok := got[name]; !ok {
+			t.Fatalf("acquire of %s said nothing (the shell exited %d):\n%s", name, code, out)
+		}
+	}
+	return got
+}
 
 // viewHolder is a holder in one view: a live one, or the namespaces a
 // dead one ran in (kept by a sleep, to be entered).
@@ -339,20 +385,12 @@ func TestEveryViewKeepsLiveLocks(t *testing.T) {
 					t.Errorf("%s: not judged", name)
 				}
 			}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
 			var got []string
-			for _, name := range held {
-				wg.Go(func() {
-					out, code := acquire(filepath.Join(reg, name), "300ms")
-					if code == 0 {
-						mu.Lock()
-						got = append(got, fmt.Sprintf("%s (%s)", name, strings.TrimSpace(string(out))))
-						mu.Unlock()
-					}
-				})
+			for name, a := range acquireEach(t, r.argv, bin, reg, held, "100ms") {
+				if a.code == 0 {
+					got = append(got, fmt.Sprintf("%s (%s)", name, a.out))
+				}
 			}
-			wg.Wait()
 			sort.Strings(got)
 			for _, g := range got {
 				t.Errorf("acquire got in: %s", g)
