@@ -387,10 +387,17 @@ func TestFormatErrorText(t *testing.T) {
 
 // The compiled fast paths must agree with path.Match on every shape.
 func TestMatcherAgreesWithPathMatch(t *testing.T) {
-	globs := []string{"*.lock", "*.lck", "LCK..*", "exact.pid", "a*b", "*", "x?.lock", "[ab]*", `\*.lock`, "*.lock*"}
+	globs := []string{"*.lock", "*.lck", "LCK..*", "exact.pid", "a*b", "*", "x?.lock", "[ab]*", `\*.lock`, "*.lock*",
+		// Globs with a literal head or tail (tried before path.Match).
+		".*.sw[a-p]", ".X*-lock", ".~lock.*#", ".*.lock.info", "a]b*c", "x[!a]y", "?", "*x*", "a*b*c", "ab?ba", "[a-c]?]d"}
 	names := []string{"", ".lock", "a.lock", "a.lock.holder", "LCK..", "LCK..ttyS0", "lck..x", "exact.pid", "exact.pidx",
-		"ab", "axxb", "x1.lock", "b", "*.lock", "a.lck", "\xff.lock", "LCK.", "a.lockx"}
+		"ab", "axxb", "x1.lock", "b", "*.lock", "a.lck", "\xff.lock", "LCK.", "a.lockx",
+		".a.swp", ".swp", "..swa", ".a.swq", ".X0-lock", ".X-lock", ".Xlock", ".~lock.a#", ".~lock.#", ".~lock.", ".x.lock.info",
+		".lock.info", "..lock.info", "]x", "ax", "a]bzc", "a]bc", "a]c", "xby", "xay", "x", "abc", "abba", "abxba", "aba", "bx]d", "bxd"}
 	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			t.Fatalf("%q: %v", g, err)
+		}
 		m, err := scan.NewMatcher([]string{g})
 		if err != nil {
 			t.Fatal(err)
