@@ -1,7 +1,6 @@
 package report
 
 import (
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,18 +16,16 @@ import (
 // walk had ended was a fifth of doctor --json's time at 20,000 locks, and
 // every Result was kept for it. Only WriteJSON can write such a report:
 // its Results stay empty.
-func (r *Report) EncodeAhead() {
-	r.ahead = &ahead{sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
-}
+func (r *Report) EncodeAhead() { r.ahead = &ahead{} }
 
 // ahead is the state of a report that encodes ahead.
 type ahead struct {
 	tally   *Tally
 	entries []*encoded
 	batch   []pending // given to Lock, not yet handed to an encoder
-	sem     chan struct{}
 	wg      sync.WaitGroup
 	scratch sync.Pool // *[]byte: an encoder's buffer
+	batches sync.Pool // *[]pending, emptied: a batch's room
 }
 
 // encoded is one lock of such a report: its JSON object once encoded.
@@ -68,19 +65,23 @@ func (r *Report) lockAhead(res verdict.Result, o *fix.Outcome) {
 	}
 }
 
-// encodeBatch hands the pending locks to an encoder, waiting for one to
-// be free when every CPU already has one.
+// encodeBatch hands the pending locks to an encoder goroutine of their
+// own. It never waits: Lock runs under the walk's lock (scan.Walker), so a
+// wait here for a free encoder held up every walker.
 func (r *Report) encodeBatch() {
 	a := r.ahead
 	if len(a.batch) == 0 {
 		return
 	}
 	batch := a.batch
-	a.batch = make([]pending, 0, aheadBatch)
-	a.sem <- struct{}{}
+	if room, ok := a.batches.Get().(*[]pending); ok {
+		a.batch = *room
+	} else {
+		a.batch = make([]pending, 0, aheadBatch)
+	}
 	a.wg.Add(1)
 	go func() {
-		defer func() { <-a.sem; a.wg.Done() }()
+		defer a.wg.Done()
 		buf, _ := a.scratch.Get().(*[]byte)
 		if buf == nil {
 			buf = new([]byte)
@@ -94,6 +95,9 @@ func (r *Report) encodeBatch() {
 			p.e.json = slices.Clone(*buf)
 		}
 		a.scratch.Put(buf)
+		clear(batch) // holds no result for the collector to keep
+		batch = batch[:0]
+		a.batches.Put(&batch)
 	}()
 }
 
