@@ -59,7 +59,8 @@ func usageErr(format string, args ...any) error {
 
 // Run runs lockctl with args (args[0] is the program's name), writing to
 // stdout and stderr, and returns its exit status. Tests drive it
-// in-process; main calls it with the process's own.
+// in-process; main calls it with the process's own. It never honours the
+// crash tests' LOCKCTL_TEST_PAUSE (RunWithTestHooks does).
 func Run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	unknown := false

@@ -1,5 +1,6 @@
-// The crash tests' pause points: a binary built with -tags
-// lockctl_testhooks stops at the protocol point LOCKCTL_TEST_PAUSE names.
+// The crash tests' pause points: lockctl started through RunWithTestHooks
+// (the end-to-end tests' own binary) stops at the protocol point
+// LOCKCTL_TEST_PAUSE names.
 
 package cli
 
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/lockctl/lockctl/fix"
 	"github.com/lockctl/lockctl/lock"
@@ -15,14 +17,28 @@ import (
 
 // pauseEnv names a protocol point (lock.Point or "fix-" + fix.Step) at which
 // the process stops and waits to be killed: how the crash tests SIGKILL a
-// real process at every step. It is honoured only by a binary built with
-// -tags lockctl_testhooks (testHooks); a release build ignores it, so that
-// a stray value in an operator's environment can never stop lockctl.
+// real process at every step. It is honoured only when the CLI was entered
+// through RunWithTestHooks (testHooks), which nothing but a test binary
+// calls; Run, what the lockctl command calls, ignores it, so that a stray
+// value in an operator's environment can never stop lockctl. No variable
+// of the environment can turn the hooks on.
 const pauseEnv = "LOCKCTL_TEST_PAUSE"
+
+// testHooks is set by RunWithTestHooks, and never by Run.
+var testHooks atomic.Bool
+
+// RunWithTestHooks is Run for the end-to-end tests' binary, which starts
+// itself as lockctl (internal/dev/e2e): it also honours LOCKCTL_TEST_PAUSE
+// (pauseEnv), so that the crash tests can stop lockctl at any protocol
+// point and kill it there. Nothing else may call it.
+func RunWithTestHooks(args []string, stdout, stderr io.Writer) int {
+	testHooks.Store(true)
+	return Run(args, stdout, stderr)
+}
 
 // pauseWanted is the protocol point to pause at, or "".
 func pauseWanted() string {
-	if !testHooks {
+	if !testHooks.Load() {
 		return ""
 	}
 	return os.Getenv(pauseEnv)

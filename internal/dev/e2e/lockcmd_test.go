@@ -3,7 +3,8 @@
 package e2e
 
 // End-to-end tests of lockctl acquire, release and run: the real binary,
-// real processes, real signals. The binary is built once per test run.
+// real processes, real signals. The binary is this test binary, copied
+// once per test run as lockctl (lcBinary).
 //
 // A SIGKILLed lockctl leaves its children (the command it runs) as orphans.
 // So that they do not become zombies of pid 1 forever, each test here makes
@@ -14,12 +15,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,9 +40,14 @@ var (
 	lcBuildErr  error
 )
 
-// lcBinary builds the lockctl binary once per test run, into a directory
-// named after this process (directories left by earlier runs whose process
-// is gone are removed).
+// lcBinary is the lockctl binary: this test binary, which is lockctl when
+// started under that name (TestMain), copied once per test run as
+// lockctl, mode 0755, into a directory named after this process
+// (directories left by earlier runs whose process is gone are removed). A
+// copy, not a symbolic link: go test's own directory is not open to the
+// users the tests run lockctl as, and a holder's comm must read lockctl.
+// Being this binary, it is built with the mutated files of a mutant
+// (internal/dev/mutants), and needs no build of its own.
 func lcBinary(t *testing.T) string {
 	t.Helper()
 	lcBuildOnce.Do(func() {
@@ -56,20 +62,45 @@ func lcBinary(t *testing.T) string {
 		if lcBuildErr = os.MkdirAll(dir, 0o755); lcBuildErr != nil {
 			return
 		}
-		goTool, err := exec.LookPath("go")
+		self, err := os.Executable()
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			lcBuildErr = fmt.Errorf("cannot find the test binary: %v", err)
+			return
 		}
 		lcBin = filepath.Join(dir, "lockctl")
-		out, err := exec.Command(goTool, "build", "-tags", "lockctl_testhooks", "-o", lcBin, "github.com/lockctl/lockctl").CombinedOutput()
-		if err != nil {
-			lcBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		lcBuildErr = copyExecutable(self, lcBin)
 	})
 	if lcBuildErr != nil {
 		t.Fatal(lcBuildErr)
 	}
 	return lcBin
+}
+
+// copyExecutable copies the file src to a new file dst, mode 0755. It holds
+// syscall.ForkLock for reading while dst is open for writing, so that no
+// process this one forks meanwhile inherits that descriptor: one that did
+// would make every exec of dst fail with ETXTBSY until it exec'd itself.
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	os.Remove(dst)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s to %s: %v", src, dst, err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o755) // whatever the umask
 }
 
 // lcReaper starts processes and reaps every child of this process: those it
@@ -102,7 +133,7 @@ type lcProc struct {
 // cleanup kills and reaps every child left, then undoes it.
 func lcNewReaper(t *testing.T) *lcReaper {
 	t.Helper()
-	lcBinary(t) // before reaping starts: go build is waited for by os/exec
+	lcBinary(t) // the copy is made before reaping starts
 	r := &lcReaper{t: t, procs: map[int]*lcProc{}, loose: map[int]syscall.WaitStatus{}, reaped: map[int]bool{},
 		sig: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{}), files: t.TempDir()}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {

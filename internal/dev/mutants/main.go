@@ -17,8 +17,9 @@
 //
 // For each patch, mutants applies it to copies of the files it changes
 // only, and runs the named tests in the module with those files overlaid
-// (go test -overlay, through GOFLAGS, so that a test that builds lockctl
-// builds the mutated one), so the build cache serves everything else (a
+// (go test -overlay, through GOFLAGS, so that a go build a test runs is
+// mutated too; the e2e tests' lockctl is their own test binary, mutated
+// with it), so the build cache serves everything else (a
 // patch that no longer applies is a failure, not a skip). It prints
 // "killed NAME by TestX" or "SURVIVED NAME". The last line is "mutants: N
 // killed, M survived"; the exit status is non-zero if anything survived or
@@ -282,8 +283,8 @@ func load(dir string) ([]mutant, error) {
 
 // try applies m to the files it changes, in a directory of their own, and
 // runs its tests in the module itself with those files overlaid (go
-// test -overlay, passed through GOFLAGS so that a test that builds the
-// lockctl binary builds the mutated one too). Nothing else is copied, so
+// test -overlay, passed through GOFLAGS so that a go build a test runs
+// builds the mutated files too). Nothing else is copied, so
 // the build cache serves every package the patch does not touch. It
 // returns the first test that failed, or "" if all passed.
 func try(root string, m mutant, timeout time.Duration) (string, error) {
@@ -345,8 +346,9 @@ func try(root string, m mutant, timeout time.Duration) (string, error) {
 	for _, pkg := range m.packages {
 		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-vet=off", "-failfast", "-run", m.tests, pkg)
 		cmd.Dir = root
-		// -ldflags=-w: no DWARF in the test binaries and the lockctl they
-		// build, linked anew for every mutant (a tenth of a mutant's time).
+		// -ldflags=-w: no DWARF in the test binaries (the e2e tests' one is
+		// also their lockctl), linked anew for every mutant (a tenth of a
+		// mutant's time).
 		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -ldflags=-w -overlay="+ov), leak.Var+"="+mark)
 		// At the limit, go and the test binary it runs (one process
 		// group), and whatever the tests started in groups of their own
