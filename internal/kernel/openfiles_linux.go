@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -122,23 +123,49 @@ func gatherOpen() *openLook {
 // share of the look at every process's descriptors.
 type fdScan struct {
 	open map[devIno][]int
+	buf  []byte // getdents's, for every directory this worker reads
 }
 
-// openProcDir opens a /proc directory of descriptors without os.Open's
-// attempt to add it to the poller (a wasted system call for every
-// process).
-func openProcDir(dir string) (*os.File, error) {
+// procDir is an open /proc directory of descriptors or threads. It is no
+// os.File: that cost a system call for every process (os.NewFile asks
+// whether the descriptor blocks, os.Open tries to add it to the poller)
+// and a buffer of its own for every directory read.
+type procDir int
+
+func openProcDir(dir string) (procDir, error) {
 	for {
 		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		switch err {
 		case nil:
-			return os.NewFile(uintptr(fd), dir), nil
+			return procDir(fd), nil
 		case unix.EINTR:
 			continue
 		}
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 }
+
+// names lists the directory (but . and ..) through k's buffer.
+func (k *fdScan) names(d procDir) ([]string, error) {
+	if k.buf == nil {
+		k.buf = make([]byte, 8<<10)
+	}
+	var names []string
+	for {
+		n, err := unix.Getdents(int(d), k.buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case n <= 0:
+			return names, nil
+		}
+		_, _, names = syscall.ParseDirent(k.buf[:n], -1, names)
+	}
+}
+
+func (d procDir) close() { unix.Close(int(d)) }
 
 // scanFds indexes the files pid has open, in every descriptor table of its
 // threads: a thread may have a table of its own (clone without CLONE_FILES,
@@ -208,16 +235,16 @@ func (k *fdScan) scanLeader(pid int, p string) (names []string, seen, done bool)
 		// other refusal leaves it unseen.
 		return nil, os.IsNotExist(err) || exited(pid), true
 	}
-	names, err = f.Readdirnames(-1)
+	names, err = k.names(f)
 	if err != nil {
-		f.Close()
+		f.close()
 		return nil, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), true
 	}
 	// A descriptor that could not be followed (EACCES: a process more
 	// privileged than this one, or no CAP_SYS_PTRACE) may be the very
 	// lock, so the look is incomplete, unless the process has exited.
 	_, unseen := k.index(pid, f, names)
-	f.Close()
+	f.close()
 	if unseen > 0 {
 		return nil, exited(pid), true
 	}
@@ -262,8 +289,8 @@ func (k *fdScan) scanOthers(pid int, p string, read []int) (seen, again bool) {
 	if err != nil {
 		return os.IsNotExist(err) || exited(pid), false
 	}
-	tids, err := t.Readdirnames(-1)
-	t.Close()
+	tids, err := k.names(t)
+	t.close()
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) || exited(pid), false
 	}
@@ -356,13 +383,13 @@ func (k *fdScan) scanThread(pid int, p, name string) (read, ok bool) {
 	if err != nil {
 		return false, os.IsNotExist(err) || errors.Is(err, unix.ESRCH)
 	}
-	names, err := f.Readdirnames(-1)
+	names, err := k.names(f)
 	if err != nil {
-		f.Close()
+		f.close()
 		return false, errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 	}
 	_, unseen := k.index(pid, f, names)
-	f.Close()
+	f.close()
 	if unseen > 0 {
 		return false, false
 	}
@@ -390,8 +417,8 @@ const pfExiting = 0x4
 // index records pid as holding each file open in the fd directory f, whose
 // entries are names. It counts the descriptors it followed, and those it
 // could not follow for any reason but their having been closed since.
-func (k *fdScan) index(pid int, f *os.File, names []string) (count, unseen int) {
-	fd := int(f.Fd())
+func (k *fdScan) index(pid int, f procDir, names []string) (count, unseen int) {
+	fd := int(f)
 	for _, n := range names {
 		var st unix.Statx_t
 		// The fd entries are magic links: statx follows them to the file.
