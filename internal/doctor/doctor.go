@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lockctl/lockctl/fix"
@@ -113,7 +114,7 @@ func Run(opts Options, sink Sink) Result {
 	var later []verdict.Result   // judged, to act on after the walk
 	var foreign []verdict.Result // for opts.Via
 	var seen metPaths            // set when two roots may overlap
-	details := map[detailKey]*verdict.ProcDetail{}
+	details := &procDetails{m: map[detailKey]*procDetail{}}
 	var data notLocks
 	w := scan.Walker{
 		Match:   opts.Match,
@@ -124,7 +125,7 @@ func Run(opts Options, sink Sink) Result {
 		// Each lock is judged where it was read, side by side (a
 		// judgement only asks the kernel: verdict.Judge is safe so); it
 		// is reported and acted on one at a time.
-		Judge: func(l *scan.Lock) any { return judge.Judge(l) },
+		Judge: opts.judged(judge, details),
 		FoundJudged: func(l *scan.Lock, v any) {
 			found.Add(1)
 			if !seen.first(l.Path) {
@@ -136,7 +137,6 @@ func Run(opts Options, sink Sink) Result {
 				foreign = append(foreign, res) // asked once the walk ends
 				return
 			}
-			addDetail(&res, details, opts.Detail)
 			if sink.Streams() || opts.Fixer == nil {
 				sink.Lock(res, act(res))
 				return
@@ -183,6 +183,19 @@ func (m metPaths) first(path string) bool {
 	return true
 }
 
+// judged judges a lock, and reads its live holder's detail, where the walk
+// read it (both only ask the kernel: safe side by side). A foreign lock
+// that opts.Via will judge gets its detail then.
+func (opts Options) judged(judge *verdict.Judge, details *procDetails) func(*scan.Lock) any {
+	return func(l *scan.Lock) any {
+		res := judge.Judge(l)
+		if opts.Via == nil || res.Verdict != verdict.Foreign {
+			addDetail(&res, details, opts.Detail)
+		}
+		return res
+	}
+}
+
 // act has opts.Fixer act on res, when it is set.
 func (opts Options) act(res verdict.Result) *fix.Outcome {
 	if opts.Fixer == nil {
@@ -200,7 +213,7 @@ func (opts Options) act(res verdict.Result) *fix.Outcome {
 
 // judgeForeign has opts.Via judge the foreign locks the walk held back,
 // each on its own host.
-func (opts Options) judgeForeign(foreign []verdict.Result, details map[detailKey]*verdict.ProcDetail) []verdict.Result {
+func (opts Options) judgeForeign(foreign []verdict.Result, details *procDetails) []verdict.Result {
 	if len(foreign) == 0 {
 		return nil
 	}
@@ -280,7 +293,7 @@ type detailKey struct {
 // the report,
 // once per process in a run (details): a holder of thousands of locks is
 // read once, and its detail is shared by their results.
-func addDetail(res *verdict.Result, details map[detailKey]*verdict.ProcDetail, read func(int) *verdict.ProcDetail) {
+func addDetail(res *verdict.Result, details *procDetails, read func(int) *verdict.ProcDetail) {
 	if res.Verdict != verdict.Live || read == nil {
 		return
 	}
@@ -299,10 +312,31 @@ func addDetail(res *verdict.Result, details map[detailKey]*verdict.ProcDetail, r
 	if k.pid <= 0 || k.pid > 1<<31-1 {
 		return
 	}
-	d, ok := details[k]
-	if !ok {
-		d = read(int(k.pid))
-		details[k] = d
+	res.Detail = details.get(k, read)
+}
+
+// procDetails are the details read in a run, one per process, asked for
+// by every walker at once: reading them under the walk's lock was a third
+// of its serial part with 500 holders.
+type procDetails struct {
+	mu sync.Mutex
+	m  map[detailKey]*procDetail
+}
+
+type procDetail struct {
+	once sync.Once
+	d    *verdict.ProcDetail
+}
+
+// get is k's detail, read with read the first time any walker asks.
+func (ds *procDetails) get(k detailKey, read func(int) *verdict.ProcDetail) *verdict.ProcDetail {
+	ds.mu.Lock()
+	e := ds.m[k]
+	if e == nil {
+		e = &procDetail{}
+		ds.m[k] = e
 	}
-	res.Detail = d
+	ds.mu.Unlock()
+	e.once.Do(func() { e.d = read(int(k.pid)) })
+	return e.d
 }
