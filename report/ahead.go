@@ -26,13 +26,41 @@ type ahead struct {
 	wg      sync.WaitGroup
 	scratch sync.Pool // *[]byte: an encoder's buffer
 	batches sync.Pool // *[]pending, emptied: a batch's room
+
+	// The notes and premises met, kept once: a wedged registry's gone
+	// locks repeat a few, and they were a third of what a report kept.
+	mu     sync.Mutex
+	shared map[string][]byte
 }
 
-// encoded is one lock of such a report: its JSON object once encoded.
+// maxShared bounds the notes and premises kept once; others are kept
+// with their lock.
+const maxShared = 256
+
+// intern is b as kept once, or nil when too many are kept already.
+func (a *ahead) intern(b []byte) []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.shared[string(b)]; ok {
+		return s
+	}
+	if len(a.shared) >= maxShared {
+		return nil
+	}
+	if a.shared == nil {
+		a.shared = map[string][]byte{}
+	}
+	s := slices.Clone(b)
+	a.shared[string(s)] = s
+	return s
+}
+
+// encoded is one lock of such a report: its JSON object once encoded,
+// json + shared + rest, shared being its notes and premises as interned.
 type encoded struct {
-	verdict verdict.Verdict
-	path    string
-	json    []byte
+	verdict            verdict.Verdict
+	path               string
+	json, shared, rest []byte
 }
 
 type pending struct {
@@ -91,8 +119,17 @@ func (r *Report) encodeBatch() {
 			if p.o != nil {
 				j.Action, j.ActionReason, j.Conflict = string(p.o.Action), p.o.Reason, p.o.Conflict
 			}
-			*buf = appendLockJSON((*buf)[:0], &j)
-			p.e.json = slices.Clone(*buf)
+			var from, to int
+			*buf, from, to = appendLockJSONSpan((*buf)[:0], &j)
+			p.e.json = nil
+			if to-from >= 64 {
+				if s := a.intern((*buf)[from:to]); s != nil {
+					p.e.json, p.e.shared, p.e.rest = slices.Clone((*buf)[:from]), s, slices.Clone((*buf)[to:])
+				}
+			}
+			if p.e.json == nil {
+				p.e.json = slices.Clone(*buf)
+			}
 		}
 		a.scratch.Put(buf)
 		clear(batch) // holds no result for the collector to keep

@@ -16,7 +16,8 @@ import (
 // it comes (EncodeAhead, doctor --json) writes the bytes and keeps the
 // tally of one that encodes once every lock is in: over many locks (more
 // than every encoder's batch, and not a whole number of batches), in any
-// order, with repeated paths, outcomes of --fix, and --only.
+// order, with repeated paths, outcomes of --fix, and --only, and notes and
+// premises repeated (kept once) or not.
 func TestEncodeAheadWritesTheSameReport(t *testing.T) {
 	now := time.Date(2026, 12, 7, 3, 4, 5, 0, time.UTC)
 	fail := map[verdict.Verdict]bool{verdict.Gone: true, verdict.Unknown: true}
@@ -43,6 +44,16 @@ func TestEncodeAheadWritesTheSameReport(t *testing.T) {
 				Modified: now.Add(-time.Duration(i) * time.Second)}
 			if v == verdict.Gone {
 				res.Remove = []verdict.Step{{Op: verdict.OpRemove, Path: res.Lock.Path}}
+				// Premises and notes that many locks share (kept once),
+				// and some that are each lock's own.
+				res.Facts = []verdict.Fact{{Premise: verdict.NoProcess, Source: "pidfd_open and every pid namespace"},
+					{Premise: verdict.NoKernelLock, Source: "/proc/locks", Gap: fmt.Sprint("gap ", i%3)}}
+				if i%5 == 0 {
+					res.Facts[1].Gap = fmt.Sprint("a gap of this lock's own: ", i)
+				}
+			}
+			if i%4 != 0 {
+				res.Notes = []string{fmt.Sprint("a note shared by a quarter of the locks, and long enough to be kept once: ", i%4)}
 			}
 			var o *fix.Outcome
 			if c.fix && i%3 == 0 {

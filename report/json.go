@@ -167,21 +167,23 @@ func WriteJSON(w io.Writer, r *Report) error {
 	bw.Write(head)
 	bw.WriteString("\n  \"locks\": [")
 	n := 0
-	put := func(b []byte) {
+	put := func(b ...[]byte) {
 		if n > 0 {
 			bw.WriteByte(',')
 		}
 		bw.WriteString("\n    ")
-		bw.Write(b)
+		for _, b := range b {
+			bw.Write(b)
+		}
 		n++
 	}
 	if r.ahead != nil {
 		r.ahead.finish(r)
 		for _, e := range r.ahead.entries {
-			put(e.json)
+			put(e.json, e.shared, e.rest)
 		}
 	} else {
-		r.encodeEach(put)
+		r.encodeEach(func(b []byte) { put(b) })
 	}
 	if n > 0 {
 		bw.WriteString("\n  ")

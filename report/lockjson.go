@@ -11,6 +11,14 @@ import (
 // fills every field of jsonLock and jsonHolder, by reflection, and holds
 // the two equal, so a field added to either struct and not here fails it.
 func appendLockJSON(b []byte, j *jsonLock) []byte {
+	b, _, _ = appendLockJSONSpan(b, j)
+	return b
+}
+
+// appendLockJSONSpan is appendLockJSON, saying where the lock's notes and
+// premises lie in what it appended: b[from:to], bytes that most locks of
+// one kind share (a gone pid file's are 800 of its 1,300).
+func appendLockJSONSpan(b []byte, j *jsonLock) (out []byte, from, to int) {
 	var levels [8]int // deep enough for a lock: none grows on the heap
 	o := jsonOut{b: b, prefix: "    ", n: levels[:0]}
 	o.begin('{')
@@ -37,6 +45,7 @@ func appendLockJSON(b []byte, j *jsonLock) []byte {
 	o.strs("remove", j.Remove, false)
 	o.strOmit("fix", j.Fix)
 	o.strOmit("caveat", j.Caveat)
+	from = len(o.b)
 	o.strs("notes", j.Notes, true)
 	if len(j.Premises) > 0 {
 		o.key("premises")
@@ -53,6 +62,7 @@ func appendLockJSON(b []byte, j *jsonLock) []byte {
 		}
 		o.end(']')
 	}
+	to = len(o.b)
 	if len(j.Waiters) > 0 {
 		o.key("waiters")
 		o.begin('[')
@@ -82,7 +92,7 @@ func appendLockJSON(b []byte, j *jsonLock) []byte {
 	o.strOmit("action_reason", j.ActionReason)
 	o.strOmit("conflict", j.Conflict)
 	o.end('}')
-	return o.b
+	return o.b, from, to
 }
 
 func (o *jsonOut) holder(h *jsonHolder) {
