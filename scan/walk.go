@@ -380,7 +380,11 @@ func (w *Walker) dir(d fsx.Dir, depth int, ancestors []devIno) {
 		}
 		sort.Strings(bases)
 		for _, b := range bases {
-			w.found(w.orphan(d, b, sides[b], dfs))
+			// The temporaries of its lock go with it, or tempOrphans
+			// would make a second lock of the same path for them.
+			l := w.orphan(d, b, sides[b], dfs)
+			attachTemps(l, temps)
+			w.found(l)
 		}
 	}
 	for _, l := range w.tempOrphans(d, temps, dfs) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,7 +92,7 @@ func TestContainersMatrix(t *testing.T) {
 			t.Skipf("%s (util-linux) is not installed", tool)
 		}
 	}
-	nobody, err := user.Lookup("nobody")
+	nobody, err := lookupUser("nobody")
 	if err != nil {
 		t.Skipf("no user nobody: %v", err)
 	}

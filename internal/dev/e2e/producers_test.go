@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,7 +118,7 @@ func TestPostgresOrphanBackends(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run PostgreSQL as its own user")
 	}
-	u, err := user.Lookup("postgres")
+	u, err := lookupUser("postgres")
 	if err != nil {
 		t.Skip("no postgres user")
 	}

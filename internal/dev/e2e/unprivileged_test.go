@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -114,7 +113,7 @@ func asNobody(t *testing.T, why string) *syscall.Credential {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: " + why)
 	}
-	nobody, err := user.Lookup("nobody")
+	nobody, err := lookupUser("nobody")
 	if err != nil {
 		t.Skipf("no user nobody: %v", err)
 	}
@@ -221,4 +220,25 @@ func TestDoctorSaysWhatItCouldNotRead(t *testing.T) {
 	if jerr := json.Unmarshal(stdout, &doc); jerr != nil || doc.Complete || len(doc.Unread) != 1 || doc.Unread[0].Path != secret {
 		t.Errorf("doctor --json as nobody (%v): complete %v, unread %+v, want false and %s\n%s", err, doc.Complete, doc.Unread, secret, stdout)
 	}
+}
+
+// passwdUser is a user's ids as /etc/passwd gives them.
+type passwdUser struct{ Uid, Gid string }
+
+// lookupUser reads name's ids from /etc/passwd. It is not os/user: that
+// links libc (cgo) into this test binary, which is also the lockctl the
+// tests run (lcBinary), and the real lockctl links none
+// (TestBinaryLinksNoCgo).
+func lookupUser(name string) (*passwdUser, error) {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 4 && f[0] == name {
+			return &passwdUser{Uid: f[2], Gid: f[3]}, nil
+		}
+	}
+	return nil, fmt.Errorf("no user %s in /etc/passwd", name)
 }

@@ -386,7 +386,7 @@ func TestEveryViewKeepsLiveLocks(t *testing.T) {
 				}
 			}
 			var got []string
-			for name, a := range acquireEach(t, r.argv, bin, reg, held, "100ms") {
+			for name, a := range acquireEach(t, r.argv, bin, reg, held, "300ms") {
 				if a.code == 0 {
 					got = append(got, fmt.Sprintf("%s (%s)", name, a.out))
 				}
