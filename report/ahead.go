@@ -10,7 +10,7 @@ import (
 )
 
 // EncodeAhead makes r encode each lock's JSON object as it comes (Lock), a
-// batch at a time on every CPU, while the walk is still finding locks, and
+// batch of locks per goroutine, while the walk is still finding locks, and
 // keep of each lock only its bytes, its verdict and path (for Sort) and its
 // count (Tally). WriteJSON then only sorts and writes. Encoding once the
 // walk had ended was a fifth of doctor --json's time at 20,000 locks, and
