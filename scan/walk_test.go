@@ -1532,3 +1532,30 @@ func TestWalkJudgeBesideFound(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkNamesEachLockOnce: a lock gone but for a claim beside it and its
+// producer's temporary (X's .X0-lock.dead.<pid>.<n> and .tX0-lock, shadow's
+// passwd.lock.dead.<pid>.<n> and passwd.<pid>) is one lock, its temporary
+// with it. The side files' orphan and the temporary's own orphan were two
+// locks of one path, hidden by doctor's set of paths met (review).
+func TestWalkNamesEachLockOnce(t *testing.T) {
+	dir := t.TempDir()
+	for name, raw := range map[string]string{
+		".tX0-lock": "    999999\n", ".X0-lock.dead.1.2": "    999999\n",
+		"passwd.999999": "999999\x00", "passwd.lock.dead.1.2": "999999\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locks := byPath(t, walk(t, dir, nil).locks, dir)
+	for lock, temp := range map[string]string{".X0-lock": ".tX0-lock", "passwd.lock": "passwd.999999"} {
+		l := locks[filepath.Join(dir, lock)]
+		switch {
+		case l == nil:
+			t.Errorf("%s: not found (found %d locks)", lock, len(locks))
+		case len(l.Temps) != 1 || l.Temps[0].Name != temp:
+			t.Errorf("%s: temporaries %+v, want %s", lock, l.Temps, temp)
+		}
+	}
+}
